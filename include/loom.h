@@ -1,0 +1,204 @@
+/*
+ * loom.h — the public C API of Loom, a collective communication library.
+ *
+ * It mirrors nccl.h (2.28) one to one with the `loom` prefix: the same datatypes, reduction
+ * ops and result codes with the same numbering, so code written for NCCL ports by renaming.
+ * Buffers are host memory in this release; a stream is Loom's own ordered host stream
+ * (NULL = run on the calling thread).
+ *
+ * C99-clean; usable from C and C++. Every function returns a loomResult_t; on failure
+ * loomGetLastError() names what failed (rank, peer, op, size, errno).
+ */
+#ifndef LOOM_H_
+#define LOOM_H_
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOOM_MAJOR 0
+#define LOOM_MINOR 1
+#define LOOM_PATCH 0
+#define LOOM_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define LOOM_VERSION_CODE LOOM_VERSION(LOOM_MAJOR, LOOM_MINOR, LOOM_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility; only this API is exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* Opaque handles. */
+typedef struct loomComm* loomComm_t;
+typedef struct loomStream* loomStream_t;
+#define LOOM_COMM_NULL NULL
+
+/* The rendezvous handle: the root's address and a 128-bit secret. Pass it to every rank. */
+#define LOOM_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[LOOM_UNIQUE_ID_BYTES];
+} loomUniqueId;
+
+/* Result codes (same values as ncclResult_t). */
+typedef enum {
+  loomSuccess = 0,
+  loomUnhandledCudaError = 1,
+  loomSystemError = 2,
+  loomInternalError = 3,
+  loomInvalidArgument = 4,
+  loomInvalidUsage = 5,
+  loomRemoteError = 6,
+  loomInProgress = 7,
+  loomNumResults = 8
+} loomResult_t;
+
+#define LOOM_CONFIG_UNDEF_INT INT_MIN
+#define LOOM_CONFIG_UNDEF_PTR NULL
+#define LOOM_SPLIT_NOCOLOR -1
+
+/* Communicator configuration: initialise with LOOM_CONFIG_INITIALIZER, then set fields.
+ * The first block matches ncclConfig_t field for field; the Loom block follows. */
+typedef struct loomConfig_v100 {
+  size_t size;           /* sizeof(loomConfig_t): lets the library accept older layouts */
+  unsigned int magic;    /* LOOM_CONFIG_MAGIC */
+  unsigned int version;  /* LOOM_VERSION_CODE of the header the caller compiled against */
+  int blocking;          /* 1 (default): calls complete before returning; 0: may return loomInProgress */
+  int cgaClusterSize;    /* accepted for NCCL compatibility; unused on host */
+  int minCTAs;           /* accepted for NCCL compatibility; unused on host */
+  int maxCTAs;           /* accepted for NCCL compatibility; unused on host */
+  const char* netName;   /* "socket" or "shm" forces a transport, like LOOM_TRANSPORT */
+  int splitShare;        /* accepted; resources are never shared in this release */
+  int trafficClass;      /* accepted; unused */
+  const char* commName;  /* shown in log lines and error messages */
+  int collnetEnable;     /* accepted; unused */
+  int CTAPolicy;         /* accepted; unused */
+  int shrinkShare;       /* accepted; unused */
+  int nvlsCTAs;          /* accepted; unused */
+  int nChannelsPerNetPeer; /* sockets per TCP peer (LOOM_SOCKET_NSOCKS) */
+  int nvlinkCentricSched;  /* accepted; unused */
+  /* Loom additions. */
+  int timeoutMs; /* bound on every wait; default LOOM_TIMEOUT_MS or 600000 (10 minutes) */
+} loomConfig_t;
+
+#define LOOM_CONFIG_MAGIC 0x6c6f6f6du /* "loom" */
+
+#define LOOM_CONFIG_INITIALIZER                                                              \
+  {                                                                                          \
+    sizeof(loomConfig_t), LOOM_CONFIG_MAGIC, LOOM_VERSION_CODE, LOOM_CONFIG_UNDEF_INT,       \
+        LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
+        LOOM_CONFIG_UNDEF_PTR, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
+        LOOM_CONFIG_UNDEF_PTR, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
+        LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
+        LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT                                         \
+  }
+
+/* Reduction operations (same values as ncclRedOp_t). */
+typedef enum {
+  loomSum = 0,
+  loomProd = 1,
+  loomMax = 2,
+  loomMin = 3,
+  loomAvg = 4,
+  loomNumOps = 5,
+  loomMaxRedOp = 0x7fffffff
+} loomRedOp_t;
+
+/* Datatypes (same values as ncclDataType_t). fp8 types are reserved: collectives on them
+ * return loomInvalidArgument in this release. */
+typedef enum {
+  loomInt8 = 0,
+  loomChar = 0,
+  loomUint8 = 1,
+  loomInt32 = 2,
+  loomInt = 2,
+  loomUint32 = 3,
+  loomInt64 = 4,
+  loomUint64 = 5,
+  loomFloat16 = 6,
+  loomHalf = 6,
+  loomFloat32 = 7,
+  loomFloat = 7,
+  loomFloat64 = 8,
+  loomDouble = 8,
+  loomBfloat16 = 9,
+  loomFloat8e4m3 = 10,
+  loomFloat8e5m2 = 11,
+  loomNumTypes = 12
+} loomDataType_t;
+
+/* ---- Version and errors ------------------------------------------------------------- */
+loomResult_t loomGetVersion(int* version);
+const char* loomGetErrorString(loomResult_t result);
+/* The last error's message on this thread: what failed, on which rank, with which peer. */
+const char* loomGetLastError(loomComm_t comm);
+
+/* ---- Communicator lifecycle ----------------------------------------------------------- */
+/* Opens the root's rendezvous listener in this process and returns its address + secret. */
+loomResult_t loomGetUniqueId(loomUniqueId* uniqueId);
+loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank);
+loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
+                                    loomConfig_t* config);
+/* ndev ranks as threads of this process; devlist is ignored on host (may be NULL). */
+loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist);
+/* Rank, size and rendezvous from the environment: loomrun's LOOM_RANK/LOOM_WORLD_SIZE/
+ * LOOM_COMM_ID, torchrun's RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, OpenMPI's
+ * OMPI_COMM_WORLD_RANK/SIZE or Slurm's SLURM_PROCID/SLURM_NTASKS with LOOM_COMM_ID. */
+loomResult_t loomCommInitFromEnv(loomComm_t* comm);
+/* Ranks with the same color form a new communicator, ordered by key then parent rank.
+ * color LOOM_SPLIT_NOCOLOR: take part, get *newcomm = NULL. */
+loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm,
+                           loomConfig_t* config);
+loomResult_t loomCommFinalize(loomComm_t comm);
+loomResult_t loomCommDestroy(loomComm_t comm);
+loomResult_t loomCommAbort(loomComm_t comm);
+loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError);
+loomResult_t loomCommCount(const loomComm_t comm, int* count);
+loomResult_t loomCommUserRank(const loomComm_t comm, int* rank);
+
+/* ---- Streams: ordered host work queues -------------------------------------------------- */
+/* Work enqueued on a stream runs in order on a background thread; Synchronize waits for it,
+ * Query returns loomSuccess when idle or loomInProgress while work remains. An error of
+ * stream work is reported by Synchronize and by loomCommGetAsyncError. */
+loomResult_t loomStreamCreate(loomStream_t* stream);
+loomResult_t loomStreamDestroy(loomStream_t stream);
+loomResult_t loomStreamSynchronize(loomStream_t stream);
+loomResult_t loomStreamQuery(loomStream_t stream);
+
+/* ---- Collectives ------------------------------------------------------------------------ */
+loomResult_t loomAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
+                           loomStream_t stream);
+/* recvbuff holds nranks*sendcount; in place when sendbuff == recvbuff + rank*sendcount. */
+loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
+/* sendbuff holds nranks*recvcount; in place when recvbuff == sendbuff + rank*recvcount. */
+loomResult_t loomReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
+                               loomStream_t stream);
+/* sendbuff is read on root only; recvbuff is written on every rank. */
+loomResult_t loomBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           loomDataType_t datatype, int root, loomComm_t comm,
+                           loomStream_t stream);
+/* recvbuff is written on root only (may be NULL elsewhere). */
+loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        loomDataType_t datatype, loomRedOp_t op, int root, loomComm_t comm,
+                        loomStream_t stream);
+
+/* ---- Groups ------------------------------------------------------------------------------ */
+/* Calls between Start and End are queued and issued at End, in order. Needed to drive
+ * several communicators from one thread (e.g. after loomCommInitAll). */
+loomResult_t loomGroupStart(void);
+loomResult_t loomGroupEnd(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOOM_H_ */

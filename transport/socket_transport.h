@@ -1,0 +1,33 @@
+// TCP transport for peers on other hosts (or on this host with LOOM_SHM_DISABLE=1).
+// Non-blocking sockets with TCP_NODELAY; several sockets per peer, each message striped over
+// them in fixed-size blocks so large messages use several streams. Every connection proves
+// it knows the communicator's secret before any other byte is read from it.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "../src/bootstrap.h"
+#include "transport.h"
+
+namespace loom::transport {
+
+struct SocketOptions {
+  int socketsPerPeer = 2;          // LOOM_SOCKET_NSOCKS
+  size_t stripeBytes = 512 * 1024; // messages larger than this use several sockets
+  int timeoutMs = 600000;          // connecting and accepting during setup
+};
+
+class SocketTransport {
+ public:
+  virtual ~SocketTransport() = default;
+  virtual Connection* connection(int peer) = 0;
+};
+
+// Collective over `bootstrap`: every rank calls it with its list of socket peers (symmetric;
+// lists may be empty).
+std::unique_ptr<SocketTransport> createSocketTransport(Bootstrap& bootstrap,
+                                                       const std::vector<int>& peers,
+                                                       const SocketOptions& options);
+
+}  // namespace loom::transport
