@@ -1,0 +1,257 @@
+#include "executor.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "kernels/host_reduce.h"
+#include "src/error.h"
+#include "src/log.h"
+
+namespace loom::algo {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What a receive does with each arriving piece: copy it, or reduce it with a local operand.
+class StepSink final : public transport::RecvSink {
+ public:
+  StepSink(char* dst, const char* local, const ExecutionContext& context, size_t elementBytes)
+      : dst_(dst), local_(local), context_(context), elementBytes_(elementBytes) {}
+
+  void deliver(size_t offset, const void* data, size_t bytes) override {
+    if (local_ == nullptr) {
+      std::memcpy(dst_ + offset, data, bytes);
+    } else {
+      kernels::reduce(context_.type, context_.op, dst_ + offset, local_ + offset, data,
+                      bytes / elementBytes_);
+    }
+  }
+
+ private:
+  char* dst_;
+  const char* local_;
+  const ExecutionContext& context_;
+  size_t elementBytes_;
+};
+
+// One direction of one peer: its steps in order, and the one in flight.
+struct Lane {
+  std::deque<int> pending;
+  int active = -1;
+  std::unique_ptr<StepSink> sink;
+};
+
+struct PeerLanes {
+  transport::Connection* connection = nullptr;
+  Lane send;
+  Lane recv;
+};
+
+class Run {
+ public:
+  Run(const Schedule& schedule, const ExecutionBuffers& buffers, const ExecutionContext& context)
+      : schedule_(schedule), buffers_(buffers), context_(context),
+        elementBytes_(kernels::typeSize(context.type)), done_(schedule.steps.size(), false) {
+    for (size_t i = 0; i < schedule.steps.size(); ++i) {
+      const Step& step = schedule.steps[i];
+      if (step.kind == StepKind::Copy || step.kind == StepKind::Divide) {
+        local_.push_back(static_cast<int>(i));
+        continue;
+      }
+      PeerLanes& lanes = peerLanes(step.peer);
+      (step.kind == StepKind::Send ? lanes.send : lanes.recv).pending.push_back(static_cast<int>(i));
+    }
+    remaining_ = schedule.steps.size();
+  }
+
+  void run() {
+    int idlePasses = 0;
+    while (remaining_ > 0) {
+      const uint32_t bell = context_.doorbell ? context_.doorbell->snapshot() : 0;
+      if (pass()) {
+        idlePasses = 0;
+        continue;
+      }
+      backOff(++idlePasses, bell);
+    }
+  }
+
+ private:
+  PeerLanes& peerLanes(int peer) {
+    auto it = lanes_.find(peer);
+    if (it != lanes_.end()) return it->second;
+    const auto& connections = *context_.connections;
+    if (peer < 0 || peer >= static_cast<int>(connections.size()) || connections[peer] == nullptr) {
+      throwInternal("rank " + std::to_string(context_.rank) + ": " + context_.operation +
+                    ": schedule needs a connection to rank " + std::to_string(peer) +
+                    " that was not set up");
+    }
+    PeerLanes& lanes = lanes_[peer];
+    lanes.connection = connections[peer];
+    return lanes;
+  }
+
+  bool ready(int index) const {
+    const int dependency = schedule_.steps[index].dependsOn;
+    return dependency < 0 || done_[dependency];
+  }
+
+  const char* source(const Range& range) const {
+    switch (range.buffer) {
+      case Buffer::Send: return static_cast<const char*>(buffers_.send) + range.offset;
+      case Buffer::Recv: return static_cast<const char*>(buffers_.recv) + range.offset;
+      case Buffer::Scratch: return static_cast<const char*>(buffers_.scratch) + range.offset;
+    }
+    return nullptr;
+  }
+  char* target(const Range& range) const {
+    if (range.buffer == Buffer::Send) throwInternal("schedule writes into the send buffer");
+    return const_cast<char*>(source(range));
+  }
+
+  void complete(int index) {
+    done_[index] = true;
+    --remaining_;
+  }
+
+  bool runLocalSteps() {
+    bool moved = false;
+    for (auto it = local_.begin(); it != local_.end();) {
+      if (!ready(*it)) {
+        ++it;
+        continue;
+      }
+      const Step& step = schedule_.steps[*it];
+      char* dst = target(step.dst);
+      if (step.kind == StepKind::Copy) {
+        const char* src = source(step.src);
+        if (src != dst) std::memmove(dst, src, step.dst.bytes);
+      } else {
+        kernels::divide(context_.type, dst, dst, step.dst.bytes / elementBytes_, context_.nranks);
+      }
+      complete(*it);
+      it = local_.erase(it);
+      moved = true;
+    }
+    return moved;
+  }
+
+  // Posts the next step of a lane when the lane is idle and the step is ready.
+  bool post(PeerLanes& lanes, Lane& lane, bool isSend) {
+    if (lane.active >= 0 || lane.pending.empty() || !ready(lane.pending.front())) return false;
+    lane.active = lane.pending.front();
+    lane.pending.pop_front();
+    const Step& step = schedule_.steps[lane.active];
+    if (isSend) {
+      lanes.connection->postSend(source(step.src), step.src.bytes);
+    } else {
+      const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
+      lane.sink = std::make_unique<StepSink>(target(step.dst), local, context_, elementBytes_);
+      lanes.connection->postRecv(step.dst.bytes, lane.sink.get());
+    }
+    return true;
+  }
+
+  bool retire(PeerLanes& lanes, Lane& lane, bool isSend) {
+    if (lane.active < 0) return false;
+    if (isSend ? !lanes.connection->sendDone() : !lanes.connection->recvDone()) return false;
+    complete(lane.active);
+    lane.active = -1;
+    return true;
+  }
+
+  bool pass() {
+    bool moved = runLocalSteps();
+    for (auto& [peer, lanes] : lanes_) {
+      moved |= post(lanes, lanes.send, true);
+      moved |= post(lanes, lanes.recv, false);
+      if (lanes.send.active < 0 && lanes.recv.active < 0) continue;
+      moved |= lanes.connection->progress();
+      // Retire and immediately post the next step, so a lane never idles for a whole pass.
+      while (retire(lanes, lanes.send, true) && post(lanes, lanes.send, true)) moved = true;
+      while (retire(lanes, lanes.recv, false) && post(lanes, lanes.recv, false)) moved = true;
+    }
+    return moved;
+  }
+
+  void checkDeadline() {
+    if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
+      throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
+                                       context_.operation + " aborted (loomCommAbort)");
+    }
+    if (Clock::now() > context_.deadline) {
+      throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
+                                       context_.operation + " timed out after " +
+                                       std::to_string(context_.timeoutMs) + " ms " + waitingOn());
+    }
+  }
+
+  std::string waitingOn() const {
+    std::string text = "waiting on";
+    for (const auto& [peer, lanes] : lanes_) {
+      if (lanes.send.active >= 0 || !lanes.send.pending.empty()) {
+        text += " send to rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
+      }
+      if (lanes.recv.active >= 0 || !lanes.recv.pending.empty()) {
+        text += " recv from rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
+      }
+    }
+    return text;
+  }
+
+  // Spin briefly (the peer is often a few hundred ns behind), then yield the core (8 ranks
+  // may share 2), then sleep until a peer rings our doorbell or a socket becomes ready.
+  void backOff(int idlePasses, uint32_t bell) {
+    constexpr int kSpinPasses = 64;
+    constexpr int kYieldPasses = 192;
+    if (idlePasses < kSpinPasses) {
+      __builtin_ia32_pause();
+      return;
+    }
+    checkDeadline();
+    if (idlePasses < kYieldPasses) {
+      sched_yield();
+      return;
+    }
+    // Sleep longer the longer nothing happens, but at most 10 ms between deadline checks.
+    const int sleepUs = std::min(10000, 50 << std::min(8, (idlePasses - kYieldPasses) / 8));
+    pollFds_.clear();
+    for (const auto& [peer, lanes] : lanes_) {
+      if (lanes.send.active >= 0 || lanes.recv.active >= 0) lanes.connection->addPollFds(pollFds_);
+    }
+    if (!pollFds_.empty()) {
+      // Sockets (and maybe shm too): poll cannot see the doorbell, so keep the sleep short
+      // when shm peers are also involved.
+      const int timeoutMs = context_.doorbell ? 1 : std::max(1, sleepUs / 1000);
+      ::poll(pollFds_.data(), pollFds_.size(), timeoutMs);
+    } else if (context_.doorbell) {
+      context_.doorbell->sleep(bell, sleepUs);
+    } else {
+      sched_yield();
+    }
+  }
+
+  const Schedule& schedule_;
+  const ExecutionBuffers& buffers_;
+  const ExecutionContext& context_;
+  const size_t elementBytes_;
+  std::vector<bool> done_;
+  size_t remaining_ = 0;
+  std::vector<int> local_;
+  std::map<int, PeerLanes> lanes_;
+  std::vector<pollfd> pollFds_;
+};
+
+}  // namespace
+
+void execute(const Schedule& schedule, const ExecutionBuffers& buffers,
+             const ExecutionContext& context) {
+  Run(schedule, buffers, context).run();
+}
+
+}  // namespace loom::algo

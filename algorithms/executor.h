@@ -1,0 +1,46 @@
+// Runs one rank's schedule over real connections.
+//
+// Steps go into one queue per (peer, direction) in schedule order, plus local steps; a step
+// starts once the step it depends on is done. Each pass posts what can start and calls
+// progress() on every busy connection, so a rank sends right while it receives from the left
+// and no blocking call can deadlock a ring. When a pass moves nothing the rank backs off:
+// spin, then sched_yield, then sleep on its doorbell (shm) or poll its sockets, with a bound
+// so the deadline and the abort flag are checked regularly.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "loom.h"
+#include "schedule.h"
+#include "transport/doorbell.h"
+#include "transport/transport.h"
+
+namespace loom::algo {
+
+struct ExecutionBuffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* scratch = nullptr;
+};
+
+struct ExecutionContext {
+  loomDataType_t type = loomFloat32;
+  loomRedOp_t op = loomSum;
+  int rank = 0;
+  int nranks = 1;
+  // Indexed by peer rank; null where this rank has no connection.
+  const std::vector<transport::Connection*>* connections = nullptr;
+  transport::Doorbell* doorbell = nullptr;  // this rank's, when it has shm peers
+  std::chrono::steady_clock::time_point deadline;
+  int timeoutMs = 0;                         // for the message
+  const std::atomic<bool>* abortFlag = nullptr;
+  std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
+};
+
+void execute(const Schedule& schedule, const ExecutionBuffers& buffers,
+             const ExecutionContext& context);
+
+}  // namespace loom::algo

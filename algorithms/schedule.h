@@ -1,0 +1,103 @@
+// Collectives as schedules: for one rank, the list of steps that move and combine data —
+// send a range to a peer, receive a range from a peer (copying it or reducing it into a
+// local range), copy locally, divide for avg. A schedule names buffers, not pointers, and
+// knows nothing of transports, so the same schedule runs for real (executor.cc), in tests,
+// and in the symbolic simulator (simulator.cc).
+//
+// Ordering contract: the k-th Send from rank a to rank b matches the k-th Recv/RecvReduce
+// on rank b from rank a, with the same byte count. Steps of zero bytes are never emitted.
+// A step may depend on one earlier step of the same rank (it starts after that one is done);
+// that is how a ring forwards a chunk only after reducing it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom::algo {
+
+enum class Buffer : uint8_t { Send, Recv, Scratch };
+
+struct Range {
+  Buffer buffer = Buffer::Send;
+  size_t offset = 0;  // bytes
+  size_t bytes = 0;
+};
+
+enum class StepKind : uint8_t {
+  Send,        // send `src` to `peer`
+  Recv,        // receive from `peer` into `dst`
+  RecvReduce,  // receive from `peer`, dst = src (local operand) op incoming
+  Copy,        // dst = src, locally (skipped when they are the same memory)
+  Divide,      // dst = dst / nranks (avg's final step)
+};
+
+struct Step {
+  StepKind kind;
+  int peer = -1;       // Send, Recv, RecvReduce
+  Range dst;           // Recv, RecvReduce, Copy, Divide
+  Range src;           // Send, RecvReduce (local operand), Copy
+  int dependsOn = -1;  // index of an earlier step of this schedule, or -1
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+  size_t scratchBytes = 0;
+};
+
+enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce };
+const char* collectiveName(Collective collective);
+
+// What a schedule generator needs to know; everything is identical on every rank but `rank`.
+struct CollectiveShape {
+  Collective collective = Collective::AllReduce;
+  int rank = 0;
+  int nranks = 1;
+  // Elements: all-reduce/broadcast/reduce: count; all-gather: sendcount; reduce-scatter: recvcount.
+  size_t count = 0;
+  size_t elementBytes = 4;
+  int root = 0;             // broadcast, reduce
+  bool average = false;     // op is avg: append Divide steps
+  size_t pieceBytes = 256 * 1024;  // pipelining granularity (rounded down to whole elements)
+};
+
+// Builds this rank's schedule for `shape` (ring or chain, as documented per generator).
+Schedule buildSchedule(const CollectiveShape& shape);
+
+// Generators, one per file.
+Schedule ringAllReduce(const CollectiveShape& shape);
+Schedule ringAllGather(const CollectiveShape& shape);
+Schedule ringReduceScatter(const CollectiveShape& shape);
+Schedule chainBroadcast(const CollectiveShape& shape);
+Schedule chainReduce(const CollectiveShape& shape);
+
+// Helpers shared by the generators (schedule.cc).
+
+// Splits `count` elements into `parts` nearly equal contiguous blocks: the first count % parts
+// blocks get one extra element. Returns block `index` as [first, first + size).
+struct Block {
+  size_t first = 0;
+  size_t size = 0;
+};
+Block splitBlock(size_t count, int parts, int index);
+
+// Appends steps while cutting every range into pipeline pieces of at most pieceBytes.
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(const CollectiveShape& shape);
+  size_t pieceCount(size_t bytes) const;
+  // The piece `index` of a `bytes`-long range starting at `offset` in `buffer`.
+  Range piece(Buffer buffer, size_t offset, size_t bytes, size_t index) const;
+  // Appends a step unless it moves zero bytes; returns its index, or -1 when skipped.
+  int add(Step step);
+  Schedule finish(size_t scratchBytes = 0);
+
+ private:
+  size_t pieceBytes_;
+  Schedule schedule_;
+};
+
+std::string describe(const Step& step);
+
+}  // namespace loom::algo

@@ -1,0 +1,107 @@
+// Socket plumbing shared by the bootstrap, the root server and the TCP transport: an RAII fd,
+// deadlines, non-blocking connect/accept/read/write that never wait past a deadline (and notice
+// loomCommAbort), address helpers, a fixed wire encoding of addresses and the choice of the
+// local interface (LOOM_SOCKET_IFNAME).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace loom::net {
+
+// Owns one file descriptor; closes it on destruction. Move-only.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() { reset(); }
+  Socket(Socket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// A point in time after which a wait gives up.
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Deadline afterMs(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
+  bool expired() const { return Clock::now() >= at_; }
+  int64_t remainingMs() const;
+  // A poll() timeout: the time left, but at most capMs so callers can look at abort flags.
+  int pollTimeoutMs(int capMs) const;
+  Deadline earlier(const Deadline& other) const { return at_ < other.at_ ? *this : other; }
+
+ private:
+  explicit Deadline(Clock::time_point at) : at_(at) {}
+  Clock::time_point at_;
+};
+
+// How often blocking waits wake up to look at abort flags.
+constexpr int kAbortCheckMs = 100;
+
+// Throws loom::Error(loomRemoteError) naming `who` when the flag is set.
+void checkAbort(const std::atomic<bool>* abortFlag, const std::string& who);
+
+// ---- Addresses ------------------------------------------------------------------------------
+socklen_t addressLength(const sockaddr_storage& address);
+bool isLoopback(const sockaddr_storage& address);
+bool isWildcard(const sockaddr_storage& address);
+uint16_t portOf(const sockaddr_storage& address);
+void setPort(sockaddr_storage& address, uint16_t port);
+sockaddr_storage loopbackAddress(int family);
+
+// Fixed 24-byte encoding: family code u16 (0 none, 4, 6), port u16 big-endian, IPv6 scope id
+// u32, 16 address bytes (IPv4 in the first 4, the rest zero).
+constexpr size_t kWireAddressBytes = 24;
+void encodeWireAddress(const sockaddr_storage& address, uint8_t* out);
+// Throws loom::Error(loomInvalidArgument) naming `what` on a malformed encoding.
+sockaddr_storage decodeWireAddress(const uint8_t* in, const char* what);
+
+// Little-endian integer fields of wire headers.
+void putU16(uint8_t* out, uint16_t value);
+void putU32(uint8_t* out, uint32_t value);
+void putU64(uint8_t* out, uint64_t value);
+uint16_t getU16(const uint8_t* in);
+uint32_t getU32(const uint8_t* in);
+uint64_t getU64(const uint8_t* in);
+
+// ---- Sockets --------------------------------------------------------------------------------
+// A non-blocking listener bound to `address` (port 0 = ephemeral) with SO_REUSEADDR.
+Socket openListener(const sockaddr_storage& address);
+sockaddr_storage boundAddress(int fd);
+sockaddr_storage peerAddress(int fd);
+// TCP_NODELAY plus large send/receive buffers (best effort) for data sockets.
+void tuneDataSocket(int fd);
+
+// Connects, retrying refused/unreachable attempts with backoff until the deadline (the
+// listener may not be up yet). The socket is non-blocking. On failure throws
+// loom::Error(loomSystemError) "<what> at <addr> failed: <errno text> after <timeoutMs> ms".
+Socket connectWithRetry(const sockaddr_storage& address, Deadline deadline, int64_t timeoutMs,
+                        const std::atomic<bool>* abortFlag, const std::string& what);
+
+// Exactly `bytes` over a non-blocking socket, polling until the deadline. EOF and resets throw
+// loomRemoteError, timeouts loomSystemError (ETIMEDOUT); messages start with `what`.
+void readFully(int fd, void* data, size_t bytes, Deadline deadline,
+               const std::atomic<bool>* abortFlag, const std::string& what);
+void writeFully(int fd, const void* data, size_t bytes, Deadline deadline,
+                const std::atomic<bool>* abortFlag, const std::string& what);
+
+// The address this process should listen on. LOOM_SOCKET_IFNAME (prefix list; "^" excludes,
+// "=" matches names exactly) picks the interface; without it: loopback when the root is on
+// loopback (or when there is no root), else the address that routes to the root.
+sockaddr_storage chooseLocalAddress(const sockaddr_storage* root);
+
+}  // namespace loom::net

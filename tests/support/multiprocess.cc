@@ -1,0 +1,95 @@
+#include "multiprocess.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
+namespace loom::test {
+
+std::string RankOutcome::describe() const {
+  if (timedOut) return "rank " + std::to_string(rank) + " timed out";
+  if (signal != 0) {
+    return "rank " + std::to_string(rank) + " killed by signal " + std::to_string(signal) + " (" +
+           strsignal(signal) + ")";
+  }
+  return "rank " + std::to_string(rank) + " exited with " + std::to_string(exitCode);
+}
+
+void requireFailed(const char* condition, const std::string& what, const char* file, int line) {
+  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": requirement `" +
+                           condition + "` failed: " + what);
+}
+
+std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int)>& body,
+                                      int timeoutSeconds) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids(nranks, -1);
+  std::vector<RankOutcome> outcomes(nranks);
+  for (int rank = 0; rank < nranks; ++rank) {
+    outcomes[rank].rank = rank;
+    pid_t pid = fork();
+    if (pid < 0) {
+      throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      int code = 0;
+      try {
+        body(rank);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "[rank %d] FAILED: %s\n", rank, error.what());
+        code = 1;
+      } catch (...) {
+        std::fprintf(stderr, "[rank %d] FAILED: unknown exception\n", rank);
+        code = 1;
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);  // skip gtest's and static destructors of the parent's state
+    }
+    pids[rank] = pid;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  int remaining = nranks;
+  auto sleepFor = std::chrono::microseconds(200);
+  while (remaining > 0) {
+    bool reaped = false;
+    for (int rank = 0; rank < nranks; ++rank) {
+      if (pids[rank] < 0) continue;
+      int status = 0;
+      pid_t done = waitpid(pids[rank], &status, WNOHANG);
+      if (done != pids[rank]) continue;
+      if (WIFEXITED(status)) outcomes[rank].exitCode = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) outcomes[rank].signal = WTERMSIG(status);
+      pids[rank] = -1;
+      --remaining;
+      reaped = true;
+    }
+    if (remaining == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (int rank = 0; rank < nranks; ++rank) {
+        if (pids[rank] < 0) continue;
+        kill(pids[rank], SIGKILL);
+        waitpid(pids[rank], nullptr, 0);
+        outcomes[rank].timedOut = true;
+        pids[rank] = -1;
+      }
+      break;
+    }
+    // Back off: the children need the cores more than we do.
+    if (!reaped) {
+      std::this_thread::sleep_for(sleepFor);
+      sleepFor = std::min(sleepFor * 2, std::chrono::microseconds(20000));
+    }
+  }
+  return outcomes;
+}
+
+}  // namespace loom::test

@@ -1,0 +1,36 @@
+// Multi-process test support: fork N ranks, run a body in each, collect how each ended.
+// A child reports failure by throwing (the message goes to stderr, exit code 1) or by
+// exiting non-zero; the parent asserts on the collected results.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace loom::test {
+
+struct RankOutcome {
+  int rank = -1;
+  int exitCode = -1;   // valid when signal == 0
+  int signal = 0;      // the signal that killed it, 0 if it exited
+  bool timedOut = false;
+  bool ok() const { return signal == 0 && exitCode == 0 && !timedOut; }
+  std::string describe() const;
+};
+
+// Forks `nranks` children; child `rank` runs body(rank) and _exits 0 on return, 1 on an
+// exception (printed). Children still alive after `timeoutSeconds` are killed (timedOut).
+std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int rank)>& body,
+                                      int timeoutSeconds = 300);
+
+// Throws std::runtime_error with `what` and the location when `condition` is false. For use
+// inside children, where gtest assertions cannot report to the parent.
+#define LOOM_REQUIRE(condition, what)                                                    \
+  do {                                                                                   \
+    if (!(condition))                                                                    \
+      ::loom::test::requireFailed(#condition, (what), __FILE__, __LINE__);               \
+  } while (0)
+[[noreturn]] void requireFailed(const char* condition, const std::string& what, const char* file,
+                                int line);
+
+}  // namespace loom::test
