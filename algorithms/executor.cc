@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 
 #include "kernels/host_reduce.h"
 #include "src/error.h"

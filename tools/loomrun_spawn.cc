@@ -22,9 +22,9 @@ namespace loom::launcher {
 namespace {
 
 // Variables loomrun owns; inherited copies (e.g. from an enclosing loomrun) must not leak in.
-constexpr std::array<const char*, 6> kLaunchVariables = {
-    "LOOM_RANK",       "LOOM_LOCAL_RANK", "LOOM_WORLD_SIZE",
-    "LOOM_LOCAL_SIZE", "LOOM_COMM_ID",    "LOOM_COMM_SECRET"};
+constexpr std::array<const char*, 6> kLaunchVariables = {"LOOM_RANK",       "LOOM_LOCAL_RANK",
+                                                         "LOOM_WORLD_SIZE", "LOOM_LOCAL_SIZE",
+                                                         "LOOM_COMM_ID",    "LOOM_COMM_SECRET"};
 
 bool isLaunchVariable(std::string_view entry) {
   for (const char* name : kLaunchVariables) {
@@ -93,10 +93,14 @@ enum ChildStep : int { kStepSetpgid, kStepAffinity, kStepDup2, kStepExec };
 
 const char* stepName(int step) {
   switch (step) {
-    case kStepSetpgid: return "setpgid";
-    case kStepAffinity: return "sched_setaffinity";
-    case kStepDup2: return "dup2";
-    default: return "exec";
+    case kStepSetpgid:
+      return "setpgid";
+    case kStepAffinity:
+      return "sched_setaffinity";
+    case kStepDup2:
+      return "dup2";
+    default:
+      return "exec";
   }
 }
 

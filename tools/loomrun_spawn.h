@@ -40,17 +40,17 @@ std::vector<int> allowedCpus();
 struct SpawnSpec {
   const std::vector<std::string>* command = nullptr;  // program then arguments; PATH is searched
   std::vector<std::string> environment;
-  int stdinFd = -1;   // -1: inherit
-  int stdoutFd = -1;  // -1: inherit
-  int stderrFd = -1;  // -1: inherit
+  int stdinFd = -1;          // -1: inherit
+  int stdoutFd = -1;         // -1: inherit
+  int stderrFd = -1;         // -1: inherit
   std::optional<int> cpu;    // pin to this CPU before exec
   pid_t processGroup = 0;    // join this group; 0: lead a new one
   sigset_t childSignalMask;  // the mask the program should start with
 };
 
 struct SpawnOutcome {
-  pid_t pid = -1;      // the running child when failureErrno == 0
-  int failureErrno = 0;  // why the child could not become the program (it is already reaped)
+  pid_t pid = -1;          // the running child when failureErrno == 0
+  int failureErrno = 0;    // why the child could not become the program (it is already reaped)
   std::string failedStep;  // "exec", "setpgid", "sched_setaffinity", "dup2"
 };
 

@@ -260,14 +260,14 @@ void Supervisor::onLauncherSignal(int signo) {
 void Supervisor::checkDeadlines() {
   Clock::time_point now = Clock::now();
   if (!stopping_ && timeoutAt_ && now >= *timeoutAt_) {
-    report("loomrun: timed out after " + secondsText(*options_.timeoutSeconds) +
-           " s; stopping " + plural(runningCount(), "rank"));
+    report("loomrun: timed out after " + secondsText(*options_.timeoutSeconds) + " s; stopping " +
+           plural(runningCount(), "rank"));
     exitStatus_ = 124;
     stopAll(SIGTERM);
   }
   if (stopping_ && !killed_ && killAt_ && now >= *killAt_ && runningCount() > 0) {
     report("loomrun: " + plural(runningCount(), "rank") + " still running " +
-           std::to_string(kStopGrace.count()) + " s after " + ::sigabbrev_np(stopSignal_) +
+           std::to_string(kStopGrace.count()) + " s after SIG" + ::sigabbrev_np(stopSignal_) +
            "; sending SIGKILL");
     killAll();
   }

@@ -45,7 +45,8 @@ void ShmFifo::checkGeometry(const ShmFifoGeometry& geometry) {
 }
 
 size_t ShmFifo::segmentBytes(const ShmFifoGeometry& geometry) {
-  return sizeof(Control) + size_t{geometry.slotCount} * (sizeof(ShmSlotHeader) + geometry.slotBytes);
+  return sizeof(Control) +
+         size_t{geometry.slotCount} * (sizeof(ShmSlotHeader) + geometry.slotBytes);
 }
 
 ShmFifo::ShmFifo(ShmSegment segment, const ShmFifoGeometry& geometry, std::string label)
@@ -89,9 +90,8 @@ ShmFifo ShmFifo::attach(ShmSegment segment, const ShmFifoGeometry& expected, int
                     " bytes (set the same shm options on every rank)");
   }
   if (control->fromRank != fromRank || control->toRank != toRank) {
-    throwRemote("shm: " + segment.name() + " belongs to rank " +
-                std::to_string(control->fromRank) + " -> rank " + std::to_string(control->toRank) +
-                ", expected " + label);
+    throwRemote("shm: " + segment.name() + " belongs to rank " + std::to_string(control->fromRank) +
+                " -> rank " + std::to_string(control->toRank) + ", expected " + label);
   }
   if (segment.size() != segmentBytes(expected)) {
     throwRemote("shm: " + segment.name() + " has the wrong size for its geometry");

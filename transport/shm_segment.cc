@@ -46,7 +46,9 @@ void prefault(void* data, size_t bytes) {
 
 void* mapShared(int fd, size_t bytes, const std::string& name) {
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (data == MAP_FAILED) throwSystem("shm: mmap of " + name + " (" + std::to_string(bytes) + " bytes)");
+  if (data == MAP_FAILED) {
+    throwSystem("shm: mmap of " + name + " (" + std::to_string(bytes) + " bytes)");
+  }
   prefault(data, bytes);
   return data;
 }

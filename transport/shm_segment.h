@@ -50,7 +50,8 @@ class ShmSegment {
   // Writes magic, version, this process's pid and the size into the segment's first bytes.
   void stampHeader(uint64_t magic, uint32_t version);
   // Checks magic and version written by the creator; throws loomRemoteError naming `what`.
-  const ShmSegmentHeader& checkHeader(uint64_t magic, uint32_t version, const std::string& what) const;
+  const ShmSegmentHeader& checkHeader(uint64_t magic, uint32_t version,
+                                      const std::string& what) const;
 
  private:
   ShmSegment(std::string name, void* data, size_t size, bool ownsName)

@@ -58,7 +58,9 @@ class ShmConnection final : public Connection {
 
   void postRecv(size_t bytes, RecvSink* sink) override {
     if (recvSink_ != nullptr) throwUsage(where() + ": postRecv while a receive is in flight");
-    if (bytes == 0 || sink == nullptr) throwUsage(where() + ": postRecv needs a sink and bytes > 0");
+    if (bytes == 0 || sink == nullptr) {
+      throwUsage(where() + ": postRecv needs a sink and bytes > 0");
+    }
     recvSink_ = sink;
     recvBytes_ = bytes;
     recvOffset_ = 0;
@@ -162,7 +164,8 @@ class ShmConnection final : public Connection {
 // ---------------------------------------------------------------------------------------------
 class ShmTransportImpl final : public ShmTransport {
  public:
-  ShmTransportImpl(int rank, ShmSegment ownBell, std::map<int, std::unique_ptr<ShmConnection>> connections)
+  ShmTransportImpl(int rank, ShmSegment ownBell,
+                   std::map<int, std::unique_ptr<ShmConnection>> connections)
       : rank_(rank),
         ownBellSegment_(std::move(ownBell)),
         doorbell_(&static_cast<DoorbellLayout*>(ownBellSegment_.data())->word),

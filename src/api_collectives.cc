@@ -1,0 +1,125 @@
+// The collective entry points: check every argument, then run now, queue in a group, or
+// enqueue on a stream.
+#include <cstdint>
+
+#include "api_internal.h"
+#include "group.h"
+#include "kernels/host_reduce.h"
+#include "stream.h"
+
+using namespace loom;
+
+namespace {
+
+void checkType(loomDataType_t type) {
+  if (type == loomFloat8e4m3 || type == loomFloat8e5m2) {
+    throwArgument("datatype " + std::to_string(type) +
+                  " (fp8 e4m3/e5m2) is not supported by host collectives in this release");
+  }
+  if (!kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(type));
+}
+
+void checkOp(loomRedOp_t op) {
+  if (op < loomSum || op >= loomNumOps) throwArgument("invalid reduction op " + std::to_string(op));
+}
+
+// count * elements-per-count-unit * typeSize must fit in size_t (and in a signed offset).
+void checkCount(size_t count, size_t multiplier, loomDataType_t type) {
+  const size_t limit = static_cast<size_t>(INT64_MAX) / kernels::typeSize(type) / multiplier;
+  if (count > limit) {
+    throwArgument("count " + std::to_string(count) + " of " + kernels::typeName(type) +
+                  " overflows the addressable size");
+  }
+}
+
+void dispatch(loomComm_t comm, loomStream_t stream, const CollectiveCall& call) {
+  Communicator& impl = api::checkedComm(comm);
+  auto work = [&impl, call] { impl.run(call); };
+  if (group::active()) {
+    group::enqueue(comm, stream, work);
+  } else if (stream != nullptr) {
+    group::enqueueOnStream(comm, stream, work);
+  } else {
+    work();
+  }
+}
+
+std::string where(const Communicator& comm) {
+  return "rank " + std::to_string(comm.rank()) + ": ";
+}
+
+}  // namespace
+
+extern "C" {
+
+loomResult_t loomAllReduce(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype,
+                           loomRedOp_t op, loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomAllReduce", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    checkType(datatype);
+    checkOp(op);
+    checkCount(count, 1, datatype);
+    if (count > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
+    dispatch(comm, stream, CollectiveCall{algo::Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0});
+  });
+}
+
+loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, loomDataType_t datatype,
+                           loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomAllGather", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    checkType(datatype);
+    checkCount(sendcount, impl.size(), datatype);
+    if (sendcount > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
+    dispatch(comm, stream, CollectiveCall{algo::Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0});
+  });
+}
+
+loomResult_t loomReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, loomDataType_t datatype,
+                               loomRedOp_t op, loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomReduceScatter", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    checkType(datatype);
+    checkOp(op);
+    checkCount(recvcount, impl.size(), datatype);
+    if (recvcount > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
+    dispatch(comm, stream, CollectiveCall{algo::Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0});
+  });
+}
+
+loomResult_t loomBroadcast(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype, int root,
+                           loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomBroadcast", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    checkType(datatype);
+    checkCount(count, 1, datatype);
+    if (root < 0 || root >= impl.size()) throwArgument(where(impl) + "root " + std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(impl.size()) + ")");
+    if (count > 0 && recvbuff == nullptr) throwArgument(where(impl) + "recvbuff is NULL");
+    if (count > 0 && impl.rank() == root && sendbuff == nullptr) throwArgument(where(impl) + "sendbuff is NULL on the root");
+    dispatch(comm, stream, CollectiveCall{algo::Collective::Broadcast, sendbuff, recvbuff, count, datatype, loomSum, root});
+  });
+}
+
+loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype, loomRedOp_t op,
+                        int root, loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomReduce", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    checkType(datatype);
+    checkOp(op);
+    checkCount(count, 1, datatype);
+    if (root < 0 || root >= impl.size()) throwArgument(where(impl) + "root " + std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(impl.size()) + ")");
+    if (count > 0 && sendbuff == nullptr) throwArgument(where(impl) + "sendbuff is NULL");
+    if (count > 0 && impl.rank() == root && recvbuff == nullptr) throwArgument(where(impl) + "recvbuff is NULL on the root");
+    dispatch(comm, stream, CollectiveCall{algo::Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root});
+  });
+}
+
+loomResult_t loomGroupStart(void) {
+  return api::guarded("loomGroupStart", [] { group::start(); });
+}
+
+loomResult_t loomGroupEnd(void) {
+  return api::guarded("loomGroupEnd", [] { group::end(); });
+}
+
+}  // extern "C"

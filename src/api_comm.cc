@@ -1,0 +1,166 @@
+// Communicator lifecycle entry points.
+#include <unistd.h>
+
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api_internal.h"
+#include "comm_env.h"
+#include "config.h"
+#include "log.h"
+
+using namespace loom;
+
+namespace {
+
+loomComm_t wrap(std::unique_ptr<Communicator> impl) {
+  auto* comm = new loomComm{std::move(impl), getpid()};
+  api::registerComm(comm);
+  return comm;
+}
+
+void checkRankArgs(int nranks, int rank) {
+  if (nranks < 1) throwArgument("nranks " + std::to_string(nranks) + " must be >= 1");
+  if (rank < 0 || rank >= nranks) {
+    throwArgument("rank " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
+  }
+}
+
+void initRank(loomComm_t* comm, int nranks, const loomUniqueId& id, int rank, const loomConfig_t* config) {
+  if (comm == nullptr) throwArgument("comm is NULL");
+  *comm = nullptr;
+  checkRankArgs(nranks, rank);
+  CommSettings settings = resolveSettings(config);
+  *comm = wrap(std::make_unique<Communicator>(id, nranks, rank, std::move(settings)));
+}
+
+}  // namespace
+
+extern "C" {
+
+loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
+  return api::guarded("loomGetUniqueId", [&] {
+    if (uniqueId == nullptr) throwArgument("uniqueId is NULL");
+    const std::string pinned = envString("LOOM_COMM_ID");
+    if (pinned.empty()) {
+      *uniqueId = startRootServer(nullptr, nullptr);
+      return;
+    }
+    sockaddr_storage address = parseHostPort(pinned);
+    *uniqueId = startRootServer(&address, nullptr);
+  });
+}
+
+loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {
+  return api::guarded("loomCommInitRank", [&] { initRank(comm, nranks, commId, rank, nullptr); });
+}
+
+loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
+                                    loomConfig_t* config) {
+  return api::guarded("loomCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+}
+
+loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/) {
+  return api::guarded("loomCommInitAll", [&] {
+    if (comms == nullptr) throwArgument("comms is NULL");
+    if (ndev < 1) throwArgument("ndev " + std::to_string(ndev) + " must be >= 1");
+    const loomUniqueId id = startRootServer(nullptr, nullptr);
+    const CommSettings settings = resolveSettings(nullptr);
+    std::vector<std::unique_ptr<Communicator>> made(ndev);
+    std::vector<std::exception_ptr> errors(ndev);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < ndev; ++rank) {
+      threads.emplace_back([&, rank] {
+        try {
+          made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings);
+        } catch (...) {
+          errors[rank] = std::current_exception();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    for (auto& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
+    for (int rank = 0; rank < ndev; ++rank) comms[rank] = wrap(std::move(made[rank]));
+  });
+}
+
+loomResult_t loomCommInitFromEnv(loomComm_t* comm) {
+  return api::guarded("loomCommInitFromEnv", [&] {
+    if (comm == nullptr) throwArgument("comm is NULL");
+    *comm = nullptr;
+    const EnvJob job = readEnvJob();
+    const UniqueIdContents contents = envUniqueId(job);
+    // Rank 0 hosts the rendezvous at the agreed address; the others retry until it is up.
+    if (job.rank == 0) startRootServer(&contents.rootAddress, &contents.secret);
+    LOOM_INFO(INIT, "loomCommInitFromEnv: %s rank %d of %d, root %s", job.launcher.c_str(), job.rank,
+              job.nranks, addressToString(contents.rootAddress).c_str());
+    *comm = wrap(std::make_unique<Communicator>(encodeUniqueId(contents), job.nranks, job.rank,
+                                                resolveSettings(nullptr)));
+  });
+}
+
+loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm, loomConfig_t* config) {
+  return api::guarded("loomCommSplit", [&] {
+    Communicator& parent = api::checkedComm(comm);
+    if (newcomm == nullptr) throwArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    if (color < 0 && color != LOOM_SPLIT_NOCOLOR) {
+      throwArgument("color " + std::to_string(color) + " must be >= 0 or LOOM_SPLIT_NOCOLOR");
+    }
+    CommSettings settings = config ? resolveSettings(config) : parent.settings();
+    std::unique_ptr<Communicator> child = parent.split(color, key, settings);
+    if (child) *newcomm = wrap(std::move(child));
+  });
+}
+
+loomResult_t loomCommFinalize(loomComm_t comm) {
+  // Host collectives are complete when they return; stream work is the caller's to
+  // synchronize. Nothing is left to flush.
+  return api::guarded("loomCommFinalize", [&] { api::checkedComm(comm); });
+}
+
+loomResult_t loomCommDestroy(loomComm_t comm) {
+  return api::guarded("loomCommDestroy", [&] {
+    api::checkedComm(comm);
+    api::unregisterComm(comm);
+    delete comm;
+  });
+}
+
+loomResult_t loomCommAbort(loomComm_t comm) {
+  return api::guarded("loomCommAbort", [&] {
+    api::checkedComm(comm).abort();
+    api::unregisterComm(comm);
+    delete comm;
+  });
+}
+
+loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError) {
+  return api::guarded("loomCommGetAsyncError", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    if (asyncError == nullptr) throwArgument("asyncError is NULL");
+    *asyncError = impl.asyncError();
+  });
+}
+
+loomResult_t loomCommCount(const loomComm_t comm, int* count) {
+  return api::guarded("loomCommCount", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    if (count == nullptr) throwArgument("count is NULL");
+    *count = impl.size();
+  });
+}
+
+loomResult_t loomCommUserRank(const loomComm_t comm, int* rank) {
+  return api::guarded("loomCommUserRank", [&] {
+    Communicator& impl = api::checkedComm(comm);
+    if (rank == nullptr) throwArgument("rank is NULL");
+    *rank = impl.rank();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,89 @@
+// Version, error strings, the last error, and the registry of live communicators.
+#include <unistd.h>
+
+#include <mutex>
+#include <unordered_set>
+
+#include "api_internal.h"
+
+namespace loom::api {
+
+namespace {
+thread_local std::string lastError;
+std::mutex registryMutex;
+std::unordered_set<loomComm*>& registry() {
+  static auto* live = new std::unordered_set<loomComm*>();  // never destroyed: used at exit
+  return *live;
+}
+}  // namespace
+
+void setLastError(const std::string& message) { lastError = message; }
+void clearLastError() { lastError.clear(); }
+
+void registerComm(loomComm* comm) {
+  std::lock_guard lock(registryMutex);
+  registry().insert(comm);
+}
+
+void unregisterComm(loomComm* comm) {
+  std::lock_guard lock(registryMutex);
+  registry().erase(comm);
+}
+
+Communicator& checkedComm(loomComm_t comm, const char* what) {
+  if (comm == nullptr) throwArgument(std::string(what) + " is NULL");
+  {
+    std::lock_guard lock(registryMutex);
+    if (registry().count(comm) == 0) {
+      throwArgument(std::string(what) + " is not a live communicator (destroyed, or never created)");
+    }
+  }
+  if (comm->creatorPid != getpid()) {
+    throwUsage(std::string(what) + " was created by process " + std::to_string(comm->creatorPid) +
+               " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
+  }
+  return *comm->impl;
+}
+
+}  // namespace loom::api
+
+using namespace loom;
+
+extern "C" {
+
+loomResult_t loomGetVersion(int* version) {
+  return api::guarded("loomGetVersion", [&] {
+    if (version == nullptr) throwArgument("version is NULL");
+    *version = LOOM_VERSION_CODE;
+  });
+}
+
+const char* loomGetErrorString(loomResult_t result) {
+  switch (result) {
+    case loomSuccess: return "no error";
+    case loomUnhandledCudaError: return "unhandled cuda error";
+    case loomSystemError: return "unhandled system error (network, shared memory, timeout)";
+    case loomInternalError: return "internal error - please report this issue to the Loom developers";
+    case loomInvalidArgument: return "invalid argument";
+    case loomInvalidUsage: return "invalid usage";
+    case loomRemoteError: return "remote process exited or there was a network error";
+    case loomInProgress: return "Loom operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+const char* loomGetLastError(loomComm_t comm) {
+  if (!api::lastError.empty() || comm == nullptr) return api::lastError.c_str();
+  // Nothing failed on this thread: report the communicator's asynchronous error, if any.
+  thread_local std::string asyncText;
+  try {
+    std::string message;
+    if (api::checkedComm(comm).asyncError(&message) != loomSuccess) asyncText = message;
+    else asyncText.clear();
+  } catch (...) {
+    asyncText.clear();
+  }
+  return asyncText.c_str();
+}
+
+}  // extern "C"

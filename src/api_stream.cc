@@ -1,0 +1,35 @@
+#include "api_internal.h"
+#include "stream.h"
+
+using namespace loom;
+
+extern "C" {
+
+loomResult_t loomStreamCreate(loomStream_t* stream) {
+  return api::guarded("loomStreamCreate", [&] {
+    if (stream == nullptr) throwArgument("stream is NULL");
+    *stream = new loomStream();
+  });
+}
+
+loomResult_t loomStreamDestroy(loomStream_t stream) {
+  return api::guarded("loomStreamDestroy", [&] {
+    if (stream == nullptr) throwArgument("stream is NULL");
+    delete stream;  // runs what is queued, then joins
+  });
+}
+
+loomResult_t loomStreamSynchronize(loomStream_t stream) {
+  if (stream == nullptr) return loomSuccess;  // the NULL stream is always synchronous
+  std::string message;
+  loomResult_t result = stream->impl.synchronize(&message);
+  if (result != loomSuccess) api::setLastError("loomStreamSynchronize: " + message);
+  return result;
+}
+
+loomResult_t loomStreamQuery(loomStream_t stream) {
+  if (stream == nullptr) return loomSuccess;
+  return stream->impl.idle() ? loomSuccess : loomInProgress;
+}
+
+}  // extern "C"

@@ -1,0 +1,221 @@
+#include "comm.h"
+
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "algorithms/executor.h"
+#include "error.h"
+#include "kernels/host_reduce.h"
+#include "log.h"
+#include "topology/host_identity.h"
+
+namespace loom {
+
+// What every rank tells the others at init, to pick a transport per peer.
+struct Communicator::PeerInfo {
+  uint64_t hostHash;
+  int32_t pid;
+  uint8_t shmAllowed;   // not disabled by LOOM_SHM_DISABLE / LOOM_TRANSPORT=socket
+  uint8_t shmRequired;  // LOOM_TRANSPORT=shm
+  uint8_t padding[2];
+};
+
+Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings)
+    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), connections_(nranks, nullptr) {
+  const UniqueIdContents contents = decodeUniqueId(id);
+  char uid[17];
+  std::snprintf(uid, sizeof(uid), "%016llx", static_cast<unsigned long long>(contents.commUid));
+  name_ = settings_.commName.empty() ? std::string(uid) : settings_.commName;
+  log::setThreadRank(rank);
+  LOOM_INFO(INIT, "comm %s: init rank %d of %d", name_.c_str(), rank, nranks);
+
+  BootstrapOptions options;
+  options.timeoutMs = settings_.timeoutMs;
+  options.abortFlag = &aborted_;
+  options.commName = name_;
+  bootstrap_ = createSocketBootstrap(contents, rank, nranks, options);
+  connectTransports();
+  LOOM_INFO(INIT, "comm %s: rank %d of %d ready", name_.c_str(), rank, nranks);
+}
+
+Communicator::~Communicator() {
+  // A collective still running on another thread (stream work, or one being aborted) must
+  // leave before the transports go away; abort makes it leave promptly.
+  std::lock_guard lock(runMutex_);
+}
+
+void Communicator::connectTransports() {
+  std::vector<PeerInfo> peers(nranks_);
+  PeerInfo& mine = peers[rank_];
+  std::memset(&mine, 0, sizeof(mine));
+  mine.hostHash = topology::hostHash();
+  mine.pid = getpid();
+  mine.shmAllowed = !settings_.shmDisabled && settings_.transport != TransportChoice::Socket;
+  mine.shmRequired = settings_.transport == TransportChoice::Shm;
+  bootstrap_->allGather(peers.data(), sizeof(PeerInfo));
+
+  // Ring and chain algorithms talk to the two neighbours; connect each once.
+  std::set<int> neighbours;
+  if (nranks_ > 1) {
+    neighbours.insert((rank_ + 1) % nranks_);
+    neighbours.insert((rank_ - 1 + nranks_) % nranks_);
+  }
+  std::vector<int> shmPeers, socketPeers;
+  for (int peer : neighbours) {
+    const PeerInfo& other = peers[peer];
+    // Decided from data both sides see, so both sides decide the same.
+    const bool sameHost = other.hostHash == mine.hostHash;
+    const bool useShm = sameHost && mine.shmAllowed && other.shmAllowed;
+    if (!useShm && (mine.shmRequired || other.shmRequired)) {
+      throwUsage("rank " + std::to_string(rank_) + ": LOOM_TRANSPORT=shm but rank " +
+                 std::to_string(peer) + (sameHost ? " disabled shared memory" : " is on another host"));
+    }
+    (useShm ? shmPeers : socketPeers).push_back(peer);
+  }
+
+  transport::ShmOptions shmOptions;
+  shmOptions.slotBytes = settings_.shmSlotBytes;
+  shmOptions.slotCount = settings_.shmSlots;
+  char prefix[64];
+  std::snprintf(prefix, sizeof(prefix), "loom-%016llx", static_cast<unsigned long long>(bootstrap_->commUid()));
+  shmOptions.namePrefix = prefix;
+  shmOptions.timeoutMs = settings_.timeoutMs;
+  shm_ = transport::createShmTransport(*bootstrap_, shmPeers, shmOptions);
+
+  transport::SocketOptions socketOptions;
+  socketOptions.socketsPerPeer = settings_.socketsPerPeer;
+  socketOptions.timeoutMs = settings_.timeoutMs;
+  sockets_ = transport::createSocketTransport(*bootstrap_, socketPeers, socketOptions);
+
+  for (int peer : shmPeers) connections_[peer] = shm_->connection(peer);
+  for (int peer : socketPeers) connections_[peer] = sockets_->connection(peer);
+  for (int peer : neighbours) {
+    LOOM_INFO(INIT, "comm %s: rank %d <-> rank %d over %s", name_.c_str(), rank_, peer,
+              connections_[peer]->kind());
+  }
+}
+
+const algo::Schedule& Communicator::scheduleFor(const CollectiveCall& call,
+                                                const algo::CollectiveShape& shape) {
+  // Applications repeat the same few calls; building a schedule costs more than a small
+  // message takes, so keep them.
+  ScheduleKey key{static_cast<int>(call.collective), shape.count, shape.elementBytes, shape.root,
+                  shape.average};
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  if (schedules_.size() >= 256) schedules_.clear();
+  return schedules_.emplace(key, algo::buildSchedule(shape)).first->second;
+}
+
+void* Communicator::scratch(size_t bytes) {
+  if (bytes <= scratchBytes_) return scratch_.get();
+  // Persistent and pre-faulted: fresh pages cost ~11 us each on this class of VM.
+  const size_t rounded = (bytes + 4095) / 4096 * 4096;
+  void* memory = std::aligned_alloc(4096, rounded);
+  if (memory == nullptr) throwSystem("rank " + std::to_string(rank_) + ": scratch of " + std::to_string(rounded) + " bytes", ENOMEM);
+  std::memset(memory, 0, rounded);
+  scratch_.reset(static_cast<char*>(memory));
+  scratchBytes_ = rounded;
+  return memory;
+}
+
+void Communicator::run(const CollectiveCall& call) {
+  std::lock_guard lock(runMutex_);
+  log::setThreadRank(rank_);
+  const uint64_t sequence = ++sequence_;
+  if (aborted()) {
+    throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) + ": communicator was aborted");
+  }
+  algo::CollectiveShape shape;
+  shape.collective = call.collective;
+  shape.rank = rank_;
+  shape.nranks = nranks_;
+  shape.count = call.count;
+  shape.elementBytes = kernels::typeSize(call.type);
+  shape.root = call.root;
+  shape.average = call.op == loomAvg && nranks_ > 1;
+  shape.pieceBytes = settings_.pieceBytes;
+  const algo::Schedule& schedule = scheduleFor(call, shape);
+
+  algo::ExecutionBuffers buffers{call.send, call.recv, nullptr};
+  if (schedule.scratchBytes > 0) buffers.scratch = scratch(schedule.scratchBytes);
+
+  algo::ExecutionContext context;
+  context.type = call.type;
+  context.op = call.op;
+  context.rank = rank_;
+  context.nranks = nranks_;
+  context.connections = &connections_;
+  context.doorbell = shm_ ? &shm_->doorbell() : nullptr;
+  context.timeoutMs = settings_.timeoutMs;
+  context.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.timeoutMs);
+  context.abortFlag = &aborted_;
+  context.operation = std::string(algo::collectiveName(call.collective)) + " #" +
+                      std::to_string(sequence) + " (" + std::to_string(call.count) + " x " +
+                      kernels::typeName(call.type) + ", comm " + name_ + ")";
+  LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(),
+             kernels::opName(call.op), call.root, schedule.steps.size());
+  algo::execute(schedule, buffers, context);
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, const CommSettings& childSettings) {
+  struct Member {
+    int32_t color, key, rank;
+  };
+  std::vector<Member> members(nranks_);
+  members[rank_] = Member{color, key, rank_};
+  bootstrap_->allGather(members.data(), sizeof(Member));
+
+  std::vector<Member> group;
+  for (const Member& member : members) {
+    if (color != LOOM_SPLIT_NOCOLOR && member.color == color) group.push_back(member);
+  }
+  std::sort(group.begin(), group.end(), [](const Member& a, const Member& b) {
+    return std::tie(a.key, a.rank) < std::tie(b.key, b.rank);
+  });
+  const bool leader = !group.empty() && group.front().rank == rank_;
+
+  // Each group's leader opens a rendezvous on this rank's bootstrap interface; everyone
+  // learns every leader's id in one exchange.
+  std::vector<loomUniqueId> ids(nranks_);
+  std::memset(ids.data(), 0, ids.size() * sizeof(loomUniqueId));
+  if (leader) {
+    sockaddr_storage address = bootstrap_->localAddress();
+    if (address.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&address)->sin_port = 0;
+    if (address.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&address)->sin6_port = 0;
+    ids[rank_] = startRootServer(&address, nullptr);
+  }
+  bootstrap_->allGather(ids.data(), sizeof(loomUniqueId));
+  if (color == LOOM_SPLIT_NOCOLOR) return nullptr;
+
+  int newRank = 0;
+  while (group[newRank].rank != rank_) ++newRank;
+  LOOM_INFO(INIT, "comm %s: split color %d key %d -> rank %d of %d", name_.c_str(), color, key,
+            newRank, static_cast<int>(group.size()));
+  auto child = std::make_unique<Communicator>(ids[group.front().rank], static_cast<int>(group.size()),
+                                              newRank, childSettings);
+  log::setThreadRank(rank_);
+  return child;
+}
+
+void Communicator::recordAsyncError(loomResult_t code, const std::string& message) {
+  std::lock_guard lock(errorMutex_);
+  if (asyncError_ == loomSuccess) {
+    asyncError_ = code;
+    asyncMessage_ = message;
+  }
+}
+
+loomResult_t Communicator::asyncError(std::string* message) const {
+  std::lock_guard lock(errorMutex_);
+  if (message) *message = asyncMessage_;
+  return asyncError_;
+}
+
+}  // namespace loom

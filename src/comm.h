@@ -1,0 +1,100 @@
+// The communicator: one rank's membership in a group of ranks, with its bootstrap, its data
+// connections and the machinery that runs collectives as schedules over them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "bootstrap.h"
+#include "config.h"
+#include "loom.h"
+#include "transport/shm_transport.h"
+#include "transport/socket_transport.h"
+
+namespace loom {
+
+struct CollectiveCall {
+  algo::Collective collective = algo::Collective::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // as in the API call (sendcount for all-gather, recvcount for reduce-scatter)
+  loomDataType_t type = loomFloat32;
+  loomRedOp_t op = loomSum;
+  int root = 0;
+};
+
+class Communicator {
+ public:
+  // Collective over the nranks ranks that share `id`: bootstrap, peer discovery, transports.
+  Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  const CommSettings& settings() const { return settings_; }
+  const std::string& name() const { return name_; }
+
+  // Runs one collective to completion on the calling thread. Calls on one communicator are
+  // serialized (a stream thread and the caller may both issue them), as NCCL requires.
+  void run(const CollectiveCall& call);
+
+  // Collective over this communicator; returns null for LOOM_SPLIT_NOCOLOR.
+  std::unique_ptr<Communicator> split(int color, int key, const CommSettings& childSettings);
+
+  // Makes every wait of this communicator fail promptly (from any thread).
+  void abort() { aborted_.store(true); }
+  bool aborted() const { return aborted_.load(); }
+
+  // The first error of asynchronous (stream) work, sticky, as loomCommGetAsyncError reports.
+  void recordAsyncError(loomResult_t code, const std::string& message);
+  loomResult_t asyncError(std::string* message = nullptr) const;
+
+ private:
+  struct PeerInfo;
+  void connectTransports();
+  const algo::Schedule& scheduleFor(const CollectiveCall& call, const algo::CollectiveShape& shape);
+  void* scratch(size_t bytes);
+
+  int rank_;
+  int nranks_;
+  CommSettings settings_;
+  std::string name_;
+  std::atomic<bool> aborted_{false};
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::unique_ptr<transport::ShmTransport> shm_;
+  std::unique_ptr<transport::SocketTransport> sockets_;
+  std::vector<transport::Connection*> connections_;  // by peer rank; null when unconnected
+
+  std::mutex runMutex_;  // one collective at a time
+  uint64_t sequence_ = 0;
+  using ScheduleKey = std::tuple<int, size_t, size_t, int, bool>;
+  std::map<ScheduleKey, algo::Schedule> schedules_;
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, FreeDeleter> scratch_;
+  size_t scratchBytes_ = 0;
+
+  mutable std::mutex errorMutex_;
+  loomResult_t asyncError_ = loomSuccess;
+  std::string asyncMessage_;
+};
+
+}  // namespace loom
+
+// The opaque handle of the C API.
+struct loomComm {
+  std::unique_ptr<loom::Communicator> impl;
+  pid_t creatorPid;
+};

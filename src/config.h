@@ -1,0 +1,34 @@
+// Settings of one communicator: from loomConfig_t where the caller set them, else from the
+// LOOM_* environment, else defaults. Every variable is listed in README's table.
+#pragma once
+
+#include <string>
+
+#include "loom.h"
+
+namespace loom {
+
+enum class TransportChoice { Auto, Shm, Socket };
+
+struct CommSettings {
+  int timeoutMs = 600000;        // LOOM_TIMEOUT_MS / config.timeoutMs
+  bool blocking = true;          // config.blocking
+  std::string commName;          // config.commName
+  TransportChoice transport = TransportChoice::Auto;  // LOOM_TRANSPORT / config.netName
+  bool shmDisabled = false;      // LOOM_SHM_DISABLE=1
+  int socketsPerPeer = 2;        // LOOM_SOCKET_NSOCKS / config.nChannelsPerNetPeer
+  size_t pieceBytes = 128 * 1024;   // LOOM_PIECE_BYTES: pipelining granularity
+  size_t shmSlotBytes = 128 * 1024; // LOOM_SHM_SLOT_BYTES
+  int shmSlots = 8;                 // LOOM_SHM_SLOTS
+};
+
+// Validates `config` (may be null) and merges it with the environment. Throws
+// loomInvalidArgument for a config with a wrong magic/size or out-of-range values.
+CommSettings resolveSettings(const loomConfig_t* config);
+
+// Environment helpers: return `fallback` when unset; throw loomInvalidArgument when set but
+// malformed (naming the variable).
+long envInteger(const char* name, long fallback, long minimum, long maximum);
+std::string envString(const char* name, const std::string& fallback = "");
+
+}  // namespace loom
