@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,8 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "bootstrap.h"
 #include "error.h"
@@ -45,7 +50,7 @@ int Deadline::pollTimeoutMs(int capMs) const {
 
 void checkAbort(const std::atomic<bool>* abortFlag, const std::string& who) {
   if (abortFlag != nullptr && abortFlag->load(std::memory_order_relaxed)) {
-    throw Error(loomRemoteError, who + ": aborted (loomCommAbort)");
+    throw Error(loomInvalidUsage, who + ": aborted (loomCommAbort)");
   }
 }
 
@@ -180,10 +185,26 @@ void setNonBlocking(int fd) {
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) throwSystem("fcntl(O_NONBLOCK)");
 }
 
+constexpr int kSocketBufferBytes = 4 << 20;
+
+long readSysctl(const char* path) {
+  FILE* file = std::fopen(path, "r");
+  if (file == nullptr) return -1;
+  long value = -1;
+  if (std::fscanf(file, "%ld", &value) != 1) value = -1;
+  std::fclose(file);
+  return value;
+}
+
 void setLargeBuffers(int fd) {
-  // Best effort: the kernel caps these at net.core.{w,r}mem_max. Set before connect/listen so
-  // the TCP window scale is negotiated for them.
-  int bytes = 4 << 20;
+  // Setting SO_SNDBUF/SO_RCVBUF switches off the kernel's buffer autotuning, and the kernel
+  // caps them at net.core.{w,r}mem_max (often ~200 KiB). Only set them when the caps allow the
+  // full size; otherwise autotuning (which may grow beyond the cap) does better.
+  static const bool allowed = readSysctl("/proc/sys/net/core/wmem_max") >= kSocketBufferBytes &&
+                              readSysctl("/proc/sys/net/core/rmem_max") >= kSocketBufferBytes;
+  if (!allowed) return;
+  // Set before connect/listen so the TCP window scale is negotiated for them.
+  int bytes = kSocketBufferBytes;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
@@ -201,11 +222,12 @@ bool waitFor(int fd, short events, Deadline deadline, const std::atomic<bool>* a
              const std::string& what) {
   for (;;) {
     checkAbort(abortFlag, what);
-    if (deadline.expired()) return false;
+    // Poll before looking at the deadline so an expired one still gets a last 0 ms look.
     pollfd entry{fd, events, 0};
     int ready = ::poll(&entry, 1, deadline.pollTimeoutMs(kAbortCheckMs));
     if (ready < 0 && errno != EINTR) throwSystem(what + ": poll");
     if (ready > 0) return true;
+    if (deadline.expired()) return false;
   }
 }
 
@@ -254,30 +276,25 @@ sockaddr_storage boundAddress(int fd) {
   return address;
 }
 
-sockaddr_storage peerAddress(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) < 0) address = {};
-  return address;
-}
-
 void tuneDataSocket(int fd) {
+  // Buffer sizes were set on the socket before connect, or inherited from the listener.
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  setLargeBuffers(fd);
   setNonBlocking(fd);
 }
 
 Socket connectWithRetry(const sockaddr_storage& address, Deadline deadline, int64_t timeoutMs,
                         const std::atomic<bool>* abortFlag, const std::string& what) {
   int backoffMs = 5;
-  int lastError = ETIMEDOUT;
+  int lastError = 0;
   for (;;) {
     checkAbort(abortFlag, what);
     Socket sock;
-    lastError = connectOnce(address, deadline, abortFlag, what, sock);
-    if (lastError == 0) return sock;
-    if (!retryableConnectError(lastError)) break;
+    int err = connectOnce(address, deadline, abortFlag, what, sock);
+    if (err == 0) return sock;
+    // An attempt cut short by the deadline says less than the refusal before it.
+    if (!(err == ETIMEDOUT && deadline.expired() && lastError != 0)) lastError = err;
+    if (!retryableConnectError(err)) break;
     if (deadline.expired()) break;
     // Exponential backoff: the listener is usually up within milliseconds, but a root that
     // starts late must not be hammered.
@@ -323,7 +340,8 @@ void writeFully(int fd, const void* data, size_t bytes, Deadline deadline,
       continue;
     }
     if (errno == EINTR) continue;
-    if (errno == EPIPE || errno == ECONNRESET) throwRemote(what + ": the peer closed the connection");
+    if (errno == EPIPE || errno == ECONNRESET)
+      throwRemote(what + ": the peer closed the connection");
     if (errno != EAGAIN && errno != EWOULDBLOCK) throwSystem(what + ": send");
     if (!waitFor(fd, POLLOUT, deadline, abortFlag, what)) {
       throwSystem(what + ": timed out (" + std::to_string(done) + " of " + std::to_string(bytes) +
@@ -331,6 +349,104 @@ void writeFully(int fd, const void* data, size_t bytes, Deadline deadline,
                   ETIMEDOUT);
     }
   }
+}
+
+// ---- Interface selection --------------------------------------------------------------------
+
+namespace {
+
+// LOOM_SOCKET_IFNAME, parsed like NCCL_SOCKET_IFNAME: "eth,ib" (name prefixes), "^docker,lo"
+// (all but these), "=eth0" (exact names), "^=eth0" (all but exactly these).
+struct InterfaceFilter {
+  bool exclude = false;
+  bool exact = false;
+  std::vector<std::string> names;
+
+  explicit InterfaceFilter(const std::string& text) {
+    size_t start = 0;
+    if (start < text.size() && text[start] == '^') exclude = true, ++start;
+    if (start < text.size() && text[start] == '=') exact = true, ++start;
+    while (start <= text.size()) {
+      size_t end = std::min(text.find(',', start), text.size());
+      if (end > start) names.push_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  bool matches(const std::string& name) const {
+    bool listed = std::any_of(names.begin(), names.end(), [&](const std::string& entry) {
+      return exact ? name == entry : name.compare(0, entry.size(), entry) == 0;
+    });
+    return listed != exclude;
+  }
+};
+
+bool isLinkLocal(const sockaddr_storage& address) {
+  return address.ss_family == AF_INET6 &&
+         IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr);
+}
+
+sockaddr_storage addressFromFilter(const std::string& spec, int preferredFamily) {
+  InterfaceFilter filter(spec);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) < 0) throwSystem("getifaddrs");
+  struct Candidate {
+    int rank;  // lower is better
+    sockaddr_storage address;
+  };
+  std::vector<Candidate> candidates;
+  std::string seen;
+  for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || !(entry->ifa_flags & IFF_UP)) continue;
+    int family = entry->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    std::string name = entry->ifa_name;
+    if (seen.find(" " + name + ",") == std::string::npos) seen += " " + name + ",";
+    if (!filter.matches(name)) continue;
+    Candidate candidate{0, {}};
+    std::memcpy(&candidate.address, entry->ifa_addr,
+                family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+    // Interfaces keep their getifaddrs order; within it prefer the root's family (or IPv4)
+    // and avoid IPv6 link-local addresses, which only work with a scope id.
+    candidate.rank = (family == preferredFamily ? 0 : 1) + (isLinkLocal(candidate.address) ? 2 : 0);
+    candidates.push_back(candidate);
+  }
+  freeifaddrs(list);
+  if (candidates.empty()) {
+    if (!seen.empty()) seen.pop_back();
+    throwArgument(
+        "LOOM_SOCKET_IFNAME=\"" + spec +
+        "\" matches no interface that is up with an IPv4/IPv6 address (interfaces:" + seen + ")");
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+  sockaddr_storage chosen = candidates.front().address;
+  setPort(chosen, 0);
+  return chosen;
+}
+
+// The local address the kernel would use to reach `root`: connect() on a UDP socket picks a
+// route and a source address without sending anything.
+sockaddr_storage addressRoutingTo(const sockaddr_storage& root) {
+  Socket probe(::socket(root.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) throwSystem("socket(UDP) to find the route to the root");
+  if (::connect(probe.fd(), reinterpret_cast<const sockaddr*>(&root), addressLength(root)) < 0) {
+    throwSystem("no route to the root at " + addressToString(root));
+  }
+  sockaddr_storage local = boundAddress(probe.fd());
+  setPort(local, 0);
+  return local;
+}
+
+}  // namespace
+
+sockaddr_storage chooseLocalAddress(const sockaddr_storage* root) {
+  const char* spec = std::getenv("LOOM_SOCKET_IFNAME");
+  if (spec != nullptr && *spec != 0) {
+    return addressFromFilter(spec, root != nullptr ? root->ss_family : AF_INET);
+  }
+  if (root == nullptr) return loopbackAddress(AF_INET);
+  if (isLoopback(*root)) return loopbackAddress(root->ss_family);
+  return addressRoutingTo(*root);
 }
 
 }  // namespace loom::net

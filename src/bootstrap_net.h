@@ -37,7 +37,9 @@ class Socket {
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
-  static Deadline afterMs(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
+  static Deadline afterMs(int64_t ms) {
+    return Deadline(Clock::now() + std::chrono::milliseconds(ms));
+  }
   bool expired() const { return Clock::now() >= at_; }
   int64_t remainingMs() const;
   // A poll() timeout: the time left, but at most capMs so callers can look at abort flags.
@@ -52,7 +54,8 @@ class Deadline {
 // How often blocking waits wake up to look at abort flags.
 constexpr int kAbortCheckMs = 100;
 
-// Throws loom::Error(loomRemoteError) naming `who` when the flag is set.
+// Throws loom::Error(loomInvalidUsage, "<who>: aborted ...") when the flag is set (as comm.cc
+// reports use of an aborted communicator).
 void checkAbort(const std::atomic<bool>* abortFlag, const std::string& who);
 
 // ---- Addresses ------------------------------------------------------------------------------
@@ -79,11 +82,12 @@ uint32_t getU32(const uint8_t* in);
 uint64_t getU64(const uint8_t* in);
 
 // ---- Sockets --------------------------------------------------------------------------------
-// A non-blocking listener bound to `address` (port 0 = ephemeral) with SO_REUSEADDR.
+// A non-blocking listener bound to `address` (port 0 = ephemeral) with SO_REUSEADDR. It and
+// every socket connectWithRetry makes get 4 MiB send/receive buffers when the kernel's limits
+// allow (accepted sockets inherit them).
 Socket openListener(const sockaddr_storage& address);
 sockaddr_storage boundAddress(int fd);
-sockaddr_storage peerAddress(int fd);
-// TCP_NODELAY plus large send/receive buffers (best effort) for data sockets.
+// TCP_NODELAY and O_NONBLOCK for data sockets.
 void tuneDataSocket(int fd);
 
 // Connects, retrying refused/unreachable attempts with backoff until the deadline (the

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bootstrap_auth.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
@@ -109,7 +110,7 @@ UniqueIdContents envUniqueId(const EnvJob& job) {
   UniqueIdContents contents;
   contents.rootAddress = job.rootAddress;
   contents.secret = job.secret;
-  contents.commUid = topology::fnv1a(job.secret.data(), job.secret.size(), 0x6c6f6f6d636f6d6dull);
+  contents.commUid = auth::deriveCommUid(job.secret);  // as startRootServer derives it
   return contents;
 }
 

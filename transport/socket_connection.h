@@ -1,0 +1,70 @@
+// One TCP peer: k authenticated, non-blocking sockets ("lanes"). A message is cut into blocks
+// of stripeBytes; block i travels on lane i % k, so a large message uses every lane while a
+// small one (< stripeBytes) goes on lane 0 only. Each lane carries its share of every message
+// in order, so both sides can compute which message bytes each lane holds from the size alone
+// and no framing is needed. Lanes progress independently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "src/bootstrap_net.h"
+#include "transport.h"
+
+namespace loom::transport {
+
+class SocketConnection final : public Connection {
+ public:
+  // `lanes[i]` is the socket with index i; stripeBytes is a positive multiple of 16.
+  SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes, size_t stripeBytes);
+  ~SocketConnection() override;
+
+  void postSend(const void* data, size_t bytes) override;
+  void postRecv(size_t bytes, RecvSink* sink) override;
+  bool progress() override;
+  bool sendDone() const override { return sendRemaining_ == 0; }
+  bool recvDone() const override { return recvRemaining_ == 0; }
+  int peer() const override { return peer_; }
+  const char* kind() const override { return "socket"; }
+  void addPollFds(std::vector<pollfd>& fds) const override;
+
+  // Bytes each lane reads at once before handing them to the sink.
+  static constexpr size_t kStagingBytes = 256 * 1024;
+
+ private:
+  struct Lane {
+    net::Socket socket;
+    size_t sendShare = 0;  // bytes of the current send this lane carries
+    size_t sent = 0;
+    size_t recvShare = 0;  // bytes of the current receive this lane carries
+    size_t delivered = 0;  // share bytes already handed to the sink
+    size_t staged = 0;     // share bytes read into staging but not yet delivered
+    std::vector<uint8_t> staging;
+  };
+
+  // How many bytes of a `total`-byte message lane `lane` carries.
+  size_t shareOf(size_t lane, size_t total) const;
+  // The message offset of byte `shareOffset` of lane `lane`'s share.
+  size_t messageOffset(size_t lane, size_t shareOffset) const;
+  // Bytes from share offset `shareOffset` to the end of its block (or message).
+  size_t runLength(size_t lane, size_t shareOffset, size_t total) const;
+
+  bool progressSend(size_t lane);
+  bool progressRecv(size_t lane);
+  [[noreturn]] void fail(const char* direction, int err) const;
+
+  int self_;
+  int peer_;
+  size_t stripe_;
+  std::vector<Lane> lanes_;
+
+  const uint8_t* sendData_ = nullptr;
+  size_t sendBytes_ = 0;
+  size_t sendRemaining_ = 0;
+  RecvSink* sink_ = nullptr;
+  size_t recvBytes_ = 0;
+  size_t recvRemaining_ = 0;  // bytes not yet delivered
+};
+
+}  // namespace loom::transport
