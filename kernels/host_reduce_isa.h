@@ -18,7 +18,8 @@ enum class HostIsa {
 const char* hostIsaName(HostIsa isa);
 // Compiled in and supported by this CPU (and OS).
 bool hostIsaAvailable(HostIsa isa);
-// The variant reduce()/divide() use.
+// The variant reduce()/divide() use: the widest available, unless the environment variable
+// LOOM_HOST_ISA (generic, avx2, avx512) names another available one. Chosen once per process.
 HostIsa bestHostIsa();
 
 // reduce()/divide() with a given variant; throws loomInvalidArgument if it is not available

@@ -25,7 +25,8 @@ constexpr uint16_t kProtocolVersion = 1;
 constexpr size_t kRankHelloBytes = 16 + net::kWireAddressBytes;
 constexpr size_t kReplyHeaderBytes = 16;
 constexpr uint16_t kStatusOk = 0;
-constexpr uint16_t kStatusError = 1;
+constexpr uint16_t kStatusError = 1;    // the ranks disagree (usage error)
+constexpr uint16_t kStatusTimedOut = 2; // not every rank joined in time (system error)
 constexpr int kMaxRanks = 1 << 20;
 constexpr size_t kMaxErrorBytes = 4096;
 constexpr int kReplyTimeoutMs = 10000;
@@ -151,7 +152,7 @@ class RootServer {
                           " ms waiting for ranks" +
                           (missing.empty() ? "" : " (missing: " + missing + ")");
     LOOM_WARN(NET, "%s: %s", where.c_str(), message.c_str());
-    for (auto& [rank, member] : members_) reply(member, kStatusError, message);
+    for (auto& [rank, member] : members_) reply(member, kStatusTimedOut, message);
   }
 
   void reply(Member& member, uint16_t status, const std::string& text) {
@@ -319,14 +320,15 @@ std::vector<sockaddr_storage> exchangeWithRoot(const UniqueIdContents& id, int r
   const uint16_t status = net::getU16(header + 6);
   const uint32_t payloadBytes = net::getU32(header + 12);
   if (net::getU32(header) != kReplyMagic || net::getU16(header + 4) != kProtocolVersion ||
-      (status != kStatusOk && status != kStatusError)) {
+      (status != kStatusOk && status != kStatusError && status != kStatusTimedOut)) {
     throwRemote(context + ": malformed reply header");
   }
-  if (status == kStatusError) {
+  if (status != kStatusOk) {
     if (payloadBytes > kMaxErrorBytes) throwRemote(context + ": oversized error reply");
     std::string message(payloadBytes, '\0');
     net::readFully(sock.fd(), message.data(), payloadBytes, deadline, options.abortFlag, context);
-    throwUsage(who + ": the root refused the communicator: " + message);
+    throw Error(status == kStatusTimedOut ? loomSystemError : loomInvalidUsage,
+                who + ": the root refused the communicator: " + message);
   }
   if (net::getU32(header + 8) != static_cast<uint32_t>(nranks) ||
       payloadBytes != net::kWireAddressBytes * static_cast<size_t>(nranks)) {

@@ -29,11 +29,21 @@ int parseNonNegative(const char* name, const char* text) {
 
 Secret parseSecret(const char* text) {
   Secret secret{};
-  if (std::strlen(text) != 32) throwArgument("LOOM_COMM_SECRET must be 32 hex digits");
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (std::strlen(text) != 32) throwArgument("LOOM_COMM_SECRET must be exactly 32 hex digits");
   for (int i = 0; i < 16; ++i) {
-    unsigned byte = 0;
-    if (std::sscanf(text + 2 * i, "%2x", &byte) != 1) throwArgument("LOOM_COMM_SECRET must be 32 hex digits");
-    secret[i] = static_cast<uint8_t>(byte);
+    const int high = nibble(text[2 * i]);
+    const int low = nibble(text[2 * i + 1]);
+    if (high < 0 || low < 0) {
+      throwArgument("LOOM_COMM_SECRET must be exactly 32 hex digits (found '" +
+                    std::string(1, high < 0 ? text[2 * i] : text[2 * i + 1]) + "')");
+    }
+    secret[i] = static_cast<uint8_t>(high << 4 | low);
   }
   return secret;
 }
