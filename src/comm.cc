@@ -24,6 +24,7 @@ struct Communicator::PeerInfo {
   uint8_t shmAllowed;   // not disabled by LOOM_SHM_DISABLE / LOOM_TRANSPORT=socket
   uint8_t shmRequired;  // LOOM_TRANSPORT=shm
   uint8_t padding[2];
+  uint64_t pieceBytes;  // schedules must agree: every rank cuts messages the same way
 };
 
 Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings)
@@ -58,7 +59,15 @@ void Communicator::connectTransports() {
   mine.pid = getpid();
   mine.shmAllowed = !settings_.shmDisabled && settings_.transport != TransportChoice::Socket;
   mine.shmRequired = settings_.transport == TransportChoice::Shm;
+  mine.pieceBytes = settings_.pieceBytes;
   bootstrap_->allGather(peers.data(), sizeof(PeerInfo));
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peers[peer].pieceBytes != mine.pieceBytes) {
+      throwUsage("rank " + std::to_string(rank_) + ": LOOM_PIECE_BYTES is " + std::to_string(mine.pieceBytes) +
+                 " here but " + std::to_string(peers[peer].pieceBytes) + " on rank " + std::to_string(peer) +
+                 "; set the same value on every rank");
+    }
+  }
 
   // Ring and chain algorithms talk to the two neighbours; connect each once.
   std::set<int> neighbours;
@@ -86,18 +95,45 @@ void Communicator::connectTransports() {
   std::snprintf(prefix, sizeof(prefix), "loom-%016llx", static_cast<unsigned long long>(bootstrap_->commUid()));
   shmOptions.namePrefix = prefix;
   shmOptions.timeoutMs = settings_.timeoutMs;
-  shm_ = transport::createShmTransport(*bootstrap_, shmPeers, shmOptions);
+  agreeOnSetup("shared-memory transport", [&] {
+    shm_ = transport::createShmTransport(*bootstrap_, shmPeers, shmOptions);
+  });
 
   transport::SocketOptions socketOptions;
   socketOptions.socketsPerPeer = settings_.socketsPerPeer;
   socketOptions.timeoutMs = settings_.timeoutMs;
-  sockets_ = transport::createSocketTransport(*bootstrap_, socketPeers, socketOptions);
+  agreeOnSetup("socket transport", [&] {
+    sockets_ = transport::createSocketTransport(*bootstrap_, socketPeers, socketOptions);
+  });
 
   for (int peer : shmPeers) connections_[peer] = shm_->connection(peer);
   for (int peer : socketPeers) connections_[peer] = sockets_->connection(peer);
   for (int peer : neighbours) {
     LOOM_INFO(INIT, "comm %s: rank %d <-> rank %d over %s", name_.c_str(), rank_, peer,
               connections_[peer]->kind());
+  }
+}
+
+void Communicator::agreeOnSetup(const char* stage, const std::function<void()>& setup) {
+  // A setup step may fail on some ranks only (e.g. a peer pair disagreeing on the shm
+  // geometry). Everyone learns the outcome, so no rank goes on to wait for a failed one.
+  int32_t failed = 0;
+  std::exception_ptr error;
+  try {
+    setup();
+  } catch (...) {
+    failed = 1;
+    error = std::current_exception();
+  }
+  std::vector<int32_t> outcomes(nranks_);
+  outcomes[rank_] = failed;
+  bootstrap_->allGather(outcomes.data(), sizeof(int32_t));
+  if (error) std::rethrow_exception(error);
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (outcomes[peer] != 0) {
+      throwRemote("rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + " failed to set up the " +
+                  stage + " (its own error says why)");
+    }
   }
 }
 

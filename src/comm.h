@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,6 +64,7 @@ class Communicator {
  private:
   struct PeerInfo;
   void connectTransports();
+  void agreeOnSetup(const char* stage, const std::function<void()>& setup);
   const algo::Schedule& scheduleFor(const CollectiveCall& call, const algo::CollectiveShape& shape);
   void* scratch(size_t bytes);
 

@@ -1,0 +1,76 @@
+// Ranks that disagree on settings fail together at init, promptly, with a message naming the
+// setting — instead of some ranks going on to wait for the others until the timeout.
+#include <gtest/gtest.h>
+#include <loom.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <string>
+
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+using loom::test::runProcesses;
+
+// Rank 1 sets `variable` to `value`; everyone else keeps the default.
+void expectEveryRankFails(const char* variable, const char* value, loomResult_t expectedOnRank1,
+                          const std::string& mention) {
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  auto outcomes = runProcesses(3, [&](int rank) {
+    if (rank == 1) setenv(variable, value, 1);
+    setenv("LOOM_TRANSPORT", "shm", 1);
+    loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+    config.timeoutMs = 60000;
+    loomComm_t comm = nullptr;
+    loomResult_t result = loomCommInitRankConfig(&comm, 3, id, rank, &config);
+    LOOM_REQUIRE(result != loomSuccess, "rank " + std::to_string(rank) + " initialised anyway");
+    LOOM_REQUIRE(comm == nullptr, "comm must stay NULL on failure");
+    const std::string message = loomGetLastError(nullptr);
+    if (rank == 1) {
+      LOOM_REQUIRE(result == expectedOnRank1, "unexpected code " + std::to_string(result) + ": " + message);
+      LOOM_REQUIRE(message.find(mention) != std::string::npos, "message lacks '" + mention + "': " + message);
+    }
+  }, 60);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+  EXPECT_LT(seconds, 30.0) << "ranks waited for the timeout instead of failing together";
+}
+
+TEST(InitErrors, PieceSizeMismatchFailsEveryRank) {
+  expectEveryRankFails("LOOM_PIECE_BYTES", "4096", loomInvalidUsage, "LOOM_PIECE_BYTES");
+}
+
+TEST(InitErrors, ShmGeometryMismatchFailsEveryRank) {
+  expectEveryRankFails("LOOM_SHM_SLOTS", "4", loomInvalidUsage, "geometry");
+}
+
+TEST(InitErrors, MalformedSettingFailsAtOnceAndTheOthersTimeOut) {
+  // The bad rank never reaches the rendezvous, so the others can only time out: they must,
+  // within their timeout, with a system error.
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
+  auto outcomes = runProcesses(3, [&](int rank) {
+    if (rank == 1) setenv("LOOM_TIMEOUT_MS", "soon", 1);
+    loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+    config.timeoutMs = 2000;
+    loomComm_t comm = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    loomResult_t result = loomCommInitRankConfig(&comm, 3, id, rank, &config);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string message = loomGetLastError(nullptr);
+    if (rank == 1) {
+      LOOM_REQUIRE(result == loomInvalidArgument, message);
+      LOOM_REQUIRE(message.find("LOOM_TIMEOUT_MS") != std::string::npos, message);
+      LOOM_REQUIRE(seconds < 1.0, "the bad setting was not rejected at once");
+    } else {
+      LOOM_REQUIRE(result == loomSystemError, "code " + std::to_string(result) + ": " + message);
+      LOOM_REQUIRE(seconds < 10.0, "waited " + std::to_string(seconds) + " s with a 2 s timeout");
+    }
+  }, 60);
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+}
+
+}  // namespace
