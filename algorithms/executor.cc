@@ -18,6 +18,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // What a receive does with each arriving piece: copy it, or reduce it with a local operand.
 class StepSink final : public transport::RecvSink {
  public:
@@ -72,10 +80,13 @@ class Run {
 
   void run() {
     int idlePasses = 0;
+    uint32_t passes = 0;
     while (remaining_ > 0) {
       const uint32_t bell = context_.doorbell ? context_.doorbell->snapshot() : 0;
       if (pass()) {
         idlePasses = 0;
+        // A long transfer that keeps moving still notices loomCommAbort.
+        if ((++passes & 1023) == 0) checkAbort();
         continue;
       }
       backOff(++idlePasses, bell);
@@ -180,14 +191,22 @@ class Run {
     return moved;
   }
 
-  void checkDeadline() {
+  void checkAbort() const {
     if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
                                        context_.operation + " aborted (loomCommAbort)");
     }
-    if (Clock::now() > context_.deadline) {
+  }
+
+  // The timeout counts time without progress, so a large transfer that keeps moving is
+  // never cut off, and a stalled one fails timeoutMs after it stalled.
+  void checkDeadline(bool justWentIdle) {
+    checkAbort();
+    const auto now = Clock::now();
+    if (justWentIdle) idleSince_ = now;
+    if (now - idleSince_ > std::chrono::milliseconds(context_.timeoutMs)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " timed out after " +
+                                       context_.operation + " timed out: no progress for " +
                                        std::to_string(context_.timeoutMs) + " ms " + waitingOn());
     }
   }
@@ -211,10 +230,10 @@ class Run {
     constexpr int kSpinPasses = 64;
     constexpr int kYieldPasses = 192;
     if (idlePasses < kSpinPasses) {
-      __builtin_ia32_pause();
+      cpuRelax();
       return;
     }
-    checkDeadline();
+    checkDeadline(idlePasses == kSpinPasses);
     if (idlePasses < kYieldPasses) {
       sched_yield();
       return;
@@ -222,13 +241,16 @@ class Run {
     // Sleep longer the longer nothing happens, but at most 10 ms between deadline checks.
     const int sleepUs = std::min(10000, 50 << std::min(8, (idlePasses - kYieldPasses) / 8));
     pollFds_.clear();
+    bool waitsOnShm = false;  // an active connection without fds: it rings the doorbell
     for (const auto& [peer, lanes] : lanes_) {
-      if (lanes.send.active >= 0 || lanes.recv.active >= 0) lanes.connection->addPollFds(pollFds_);
+      if (lanes.send.active < 0 && lanes.recv.active < 0) continue;
+      const size_t before = pollFds_.size();
+      lanes.connection->addPollFds(pollFds_);
+      waitsOnShm |= pollFds_.size() == before;
     }
     if (!pollFds_.empty()) {
-      // Sockets (and maybe shm too): poll cannot see the doorbell, so keep the sleep short
-      // when shm peers are also involved.
-      const int timeoutMs = context_.doorbell ? 1 : std::max(1, sleepUs / 1000);
+      // poll cannot see the doorbell: keep the sleep short when shm peers are waited on too.
+      const int timeoutMs = waitsOnShm ? 1 : std::max(1, sleepUs / 1000);
       ::poll(pollFds_.data(), pollFds_.size(), timeoutMs);
     } else if (context_.doorbell) {
       context_.doorbell->sleep(bell, sleepUs);
@@ -246,7 +268,10 @@ class Run {
   std::vector<int> local_;
   std::map<int, PeerLanes> lanes_;
   std::vector<pollfd> pollFds_;
+  Clock::time_point idleSince_;
 };
+
+
 
 }  // namespace
 

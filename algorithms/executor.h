@@ -34,8 +34,7 @@ struct ExecutionContext {
   // Indexed by peer rank; null where this rank has no connection.
   const std::vector<transport::Connection*>* connections = nullptr;
   transport::Doorbell* doorbell = nullptr;  // this rank's, when it has shm peers
-  std::chrono::steady_clock::time_point deadline;
-  int timeoutMs = 0;                         // for the message
+  int timeoutMs = 600000;  // fail after this long without any progress
   const std::atomic<bool>* abortFlag = nullptr;
   std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
 };

@@ -32,16 +32,8 @@ void checkCount(size_t count, size_t multiplier, loomDataType_t type) {
   }
 }
 
-void dispatch(loomComm_t comm, loomStream_t stream, const CollectiveCall& call) {
-  Communicator& impl = api::checkedComm(comm);
-  auto work = [&impl, call] { impl.run(call); };
-  if (group::active()) {
-    group::enqueue(comm, stream, work);
-  } else if (stream != nullptr) {
-    group::enqueueOnStream(comm, stream, work);
-  } else {
-    work();
-  }
+void dispatch(std::shared_ptr<Communicator> comm, loomStream_t stream, const CollectiveCall& call) {
+  group::issue(group::PendingCall{std::move(comm), stream, call});
 }
 
 std::string where(const Communicator& comm) {
@@ -55,62 +47,67 @@ extern "C" {
 loomResult_t loomAllReduce(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype,
                            loomRedOp_t op, loomComm_t comm, loomStream_t stream) {
   return api::guarded("loomAllReduce", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto comm_ = api::checkedComm(comm);
+    Communicator& impl = *comm_;
     checkType(datatype);
     checkOp(op);
     checkCount(count, 1, datatype);
     if (count > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
-    dispatch(comm, stream, CollectiveCall{algo::Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0});
+    dispatch(comm_, stream, CollectiveCall{algo::Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0});
   });
 }
 
 loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, loomDataType_t datatype,
                            loomComm_t comm, loomStream_t stream) {
   return api::guarded("loomAllGather", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto comm_ = api::checkedComm(comm);
+    Communicator& impl = *comm_;
     checkType(datatype);
     checkCount(sendcount, impl.size(), datatype);
     if (sendcount > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
-    dispatch(comm, stream, CollectiveCall{algo::Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0});
+    dispatch(comm_, stream, CollectiveCall{algo::Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0});
   });
 }
 
 loomResult_t loomReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, loomDataType_t datatype,
                                loomRedOp_t op, loomComm_t comm, loomStream_t stream) {
   return api::guarded("loomReduceScatter", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto comm_ = api::checkedComm(comm);
+    Communicator& impl = *comm_;
     checkType(datatype);
     checkOp(op);
     checkCount(recvcount, impl.size(), datatype);
     if (recvcount > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
-    dispatch(comm, stream, CollectiveCall{algo::Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0});
+    dispatch(comm_, stream, CollectiveCall{algo::Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0});
   });
 }
 
 loomResult_t loomBroadcast(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype, int root,
                            loomComm_t comm, loomStream_t stream) {
   return api::guarded("loomBroadcast", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto comm_ = api::checkedComm(comm);
+    Communicator& impl = *comm_;
     checkType(datatype);
     checkCount(count, 1, datatype);
     if (root < 0 || root >= impl.size()) throwArgument(where(impl) + "root " + std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(impl.size()) + ")");
     if (count > 0 && recvbuff == nullptr) throwArgument(where(impl) + "recvbuff is NULL");
     if (count > 0 && impl.rank() == root && sendbuff == nullptr) throwArgument(where(impl) + "sendbuff is NULL on the root");
-    dispatch(comm, stream, CollectiveCall{algo::Collective::Broadcast, sendbuff, recvbuff, count, datatype, loomSum, root});
+    dispatch(comm_, stream, CollectiveCall{algo::Collective::Broadcast, sendbuff, recvbuff, count, datatype, loomSum, root});
   });
 }
 
 loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype, loomRedOp_t op,
                         int root, loomComm_t comm, loomStream_t stream) {
   return api::guarded("loomReduce", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto comm_ = api::checkedComm(comm);
+    Communicator& impl = *comm_;
     checkType(datatype);
     checkOp(op);
     checkCount(count, 1, datatype);
     if (root < 0 || root >= impl.size()) throwArgument(where(impl) + "root " + std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(impl.size()) + ")");
     if (count > 0 && sendbuff == nullptr) throwArgument(where(impl) + "sendbuff is NULL");
     if (count > 0 && impl.rank() == root && recvbuff == nullptr) throwArgument(where(impl) + "recvbuff is NULL on the root");
-    dispatch(comm, stream, CollectiveCall{algo::Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root});
+    dispatch(comm_, stream, CollectiveCall{algo::Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root});
   });
 }
 

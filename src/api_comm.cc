@@ -9,6 +9,7 @@
 #include "api_internal.h"
 #include "comm_env.h"
 #include "config.h"
+#include "group.h"
 #include "log.h"
 
 using namespace loom;
@@ -28,8 +29,18 @@ void checkRankArgs(int nranks, int rank) {
   }
 }
 
+// Host initialisation completes on the calling thread; inside a group it would wait for
+// ranks that the same thread only starts at GroupEnd.
+void rejectInGroup(const char* call) {
+  if (group::active()) {
+    throwUsage(std::string(call) + " cannot be called between loomGroupStart and loomGroupEnd in this "
+               "release; initialise each rank from its own thread, or use loomCommInitAll");
+  }
+}
+
 void initRank(loomComm_t* comm, int nranks, const loomUniqueId& id, int rank, const loomConfig_t* config) {
   if (comm == nullptr) throwArgument("comm is NULL");
+  rejectInGroup("loomCommInitRank");
   *comm = nullptr;
   checkRankArgs(nranks, rank);
   CommSettings settings = resolveSettings(config);
@@ -65,25 +76,15 @@ loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId c
 loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/) {
   return api::guarded("loomCommInitAll", [&] {
     if (comms == nullptr) throwArgument("comms is NULL");
-    if (ndev < 1) throwArgument("ndev " + std::to_string(ndev) + " must be >= 1");
+    if (ndev < 1 || ndev > 1024) throwArgument("ndev " + std::to_string(ndev) + " must be in [1, 1024]");
     const loomUniqueId id = startRootServer(nullptr, nullptr);
     const CommSettings settings = resolveSettings(nullptr);
     std::vector<std::unique_ptr<Communicator>> made(ndev);
-    std::vector<std::exception_ptr> errors(ndev);
-    std::vector<std::thread> threads;
+    std::vector<std::function<void()>> tasks;
     for (int rank = 0; rank < ndev; ++rank) {
-      threads.emplace_back([&, rank] {
-        try {
-          made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings);
-        } catch (...) {
-          errors[rank] = std::current_exception();
-        }
-      });
+      tasks.push_back([&, rank] { made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings); });
     }
-    for (auto& thread : threads) thread.join();
-    for (auto& error : errors) {
-      if (error) std::rethrow_exception(error);
-    }
+    group::runConcurrently(tasks);
     for (int rank = 0; rank < ndev; ++rank) comms[rank] = wrap(std::move(made[rank]));
   });
 }
@@ -105,61 +106,65 @@ loomResult_t loomCommInitFromEnv(loomComm_t* comm) {
 
 loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm, loomConfig_t* config) {
   return api::guarded("loomCommSplit", [&] {
-    Communicator& parent = api::checkedComm(comm);
+    auto parent = api::checkedComm(comm);
     if (newcomm == nullptr) throwArgument("newcomm is NULL");
     *newcomm = nullptr;
+    rejectInGroup("loomCommSplit");
     if (color < 0 && color != LOOM_SPLIT_NOCOLOR) {
       throwArgument("color " + std::to_string(color) + " must be >= 0 or LOOM_SPLIT_NOCOLOR");
     }
-    CommSettings settings = config ? resolveSettings(config) : parent.settings();
-    std::unique_ptr<Communicator> child = parent.split(color, key, settings);
+    CommSettings settings = config ? resolveSettings(config) : parent->settings();
+    std::unique_ptr<Communicator> child = parent->split(color, key, settings);
     if (child) *newcomm = wrap(std::move(child));
   });
 }
 
 loomResult_t loomCommFinalize(loomComm_t comm) {
-  // Host collectives are complete when they return; stream work is the caller's to
-  // synchronize. Nothing is left to flush.
-  return api::guarded("loomCommFinalize", [&] { api::checkedComm(comm); });
+  // Blocking collectives are complete when they return; this waits for the ones queued on
+  // streams (bounded by the communicator's timeout).
+  return api::guarded("loomCommFinalize", [&] { api::checkedComm(comm)->waitForAsyncWork(); });
 }
 
 loomResult_t loomCommDestroy(loomComm_t comm) {
+  if (comm == nullptr) return loomSuccess;  // as ncclCommDestroy(NULL)
   return api::guarded("loomCommDestroy", [&] {
     api::checkedComm(comm);
-    api::unregisterComm(comm);
-    delete comm;
+    // Work still queued on streams holds its own reference and finishes first.
+    if (api::unregisterComm(comm)) delete comm;
   });
 }
 
 loomResult_t loomCommAbort(loomComm_t comm) {
+  if (comm == nullptr) return loomSuccess;  // as ncclCommAbort(NULL)
   return api::guarded("loomCommAbort", [&] {
-    api::checkedComm(comm).abort();
-    api::unregisterComm(comm);
-    delete comm;
+    // A collective running on another thread sees the flag within milliseconds and fails;
+    // it holds its own reference, so the communicator goes when it is done.
+    api::checkedComm(comm)->abort();
+    if (api::unregisterComm(comm)) delete comm;
   });
 }
 
 loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError) {
   return api::guarded("loomCommGetAsyncError", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto impl = api::checkedComm(comm);
     if (asyncError == nullptr) throwArgument("asyncError is NULL");
-    *asyncError = impl.asyncError();
+    *asyncError = impl->asyncError();
   });
 }
 
 loomResult_t loomCommCount(const loomComm_t comm, int* count) {
   return api::guarded("loomCommCount", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto impl = api::checkedComm(comm);
     if (count == nullptr) throwArgument("count is NULL");
-    *count = impl.size();
+    *count = impl->size();
   });
 }
 
 loomResult_t loomCommUserRank(const loomComm_t comm, int* rank) {
   return api::guarded("loomCommUserRank", [&] {
-    Communicator& impl = api::checkedComm(comm);
+    auto impl = api::checkedComm(comm);
     if (rank == nullptr) throwArgument("rank is NULL");
-    *rank = impl.rank();
+    *rank = impl->rank();
   });
 }
 

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "api_internal.h"
+#include "group.h"
 
 namespace loom::api {
 
@@ -18,31 +19,44 @@ std::unordered_set<loomComm*>& registry() {
 }  // namespace
 
 void setLastError(const std::string& message) { lastError = message; }
-void clearLastError() { lastError.clear(); }
+
+loomResult_t fail(const char* function, loomResult_t code, const char* message) noexcept {
+  try {
+    const std::string text = std::string(function) + ": " + message;
+    lastError = text;
+    if (group::active()) group::noteFailure(code, text);
+  } catch (...) {
+  }
+  return code;
+}
 
 void registerComm(loomComm* comm) {
   std::lock_guard lock(registryMutex);
   registry().insert(comm);
 }
 
-void unregisterComm(loomComm* comm) {
+bool unregisterComm(loomComm* comm) {
   std::lock_guard lock(registryMutex);
-  registry().erase(comm);
+  return registry().erase(comm) == 1;
 }
 
-Communicator& checkedComm(loomComm_t comm, const char* what) {
+std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
   if (comm == nullptr) throwArgument(std::string(what) + " is NULL");
+  std::shared_ptr<Communicator> impl;
+  pid_t creator = 0;
   {
     std::lock_guard lock(registryMutex);
     if (registry().count(comm) == 0) {
       throwArgument(std::string(what) + " is not a live communicator (destroyed, or never created)");
     }
+    impl = comm->impl;
+    creator = comm->creatorPid;
   }
-  if (comm->creatorPid != getpid()) {
-    throwUsage(std::string(what) + " was created by process " + std::to_string(comm->creatorPid) +
+  if (creator != getpid()) {
+    throwUsage(std::string(what) + " was created by process " + std::to_string(creator) +
                " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
   }
-  return *comm->impl;
+  return impl;
 }
 
 }  // namespace loom::api
@@ -78,7 +92,7 @@ const char* loomGetLastError(loomComm_t comm) {
   thread_local std::string asyncText;
   try {
     std::string message;
-    if (api::checkedComm(comm).asyncError(&message) != loomSuccess) asyncText = message;
+    if (api::checkedComm(comm)->asyncError(&message) != loomSuccess) asyncText = message;
     else asyncText.clear();
   } catch (...) {
     asyncText.clear();

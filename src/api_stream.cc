@@ -23,13 +23,12 @@ loomResult_t loomStreamSynchronize(loomStream_t stream) {
   if (stream == nullptr) return loomSuccess;  // the NULL stream is always synchronous
   std::string message;
   loomResult_t result = stream->impl.synchronize(&message);
-  if (result != loomSuccess) api::setLastError("loomStreamSynchronize: " + message);
-  return result;
+  return result == loomSuccess ? result : api::fail("loomStreamSynchronize", result, message.c_str());
 }
 
 loomResult_t loomStreamQuery(loomStream_t stream) {
   if (stream == nullptr) return loomSuccess;
-  return stream->impl.idle() ? loomSuccess : loomInProgress;
+  return stream->impl.idle() ? loomSuccess : loomInProgress;  // neither allocates nor throws
 }
 
 }  // extern "C"

@@ -45,11 +45,9 @@ Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSet
   LOOM_INFO(INIT, "comm %s: rank %d of %d ready", name_.c_str(), rank, nranks);
 }
 
-Communicator::~Communicator() {
-  // A collective still running on another thread (stream work, or one being aborted) must
-  // leave before the transports go away; abort makes it leave promptly.
-  std::lock_guard lock(runMutex_);
-}
+// Callers share ownership (loomComm, queued stream work, a running call), so nothing can be
+// running when the last owner lets go.
+Communicator::~Communicator() = default;
 
 void Communicator::connectTransports() {
   std::vector<PeerInfo> peers(nranks_);
@@ -161,12 +159,41 @@ void* Communicator::scratch(size_t bytes) {
   return memory;
 }
 
-void Communicator::run(const CollectiveCall& call) {
-  std::lock_guard lock(runMutex_);
+void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
   log::setThreadRank(rank_);
-  const uint64_t sequence = ++sequence_;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.timeoutMs);
+  std::unique_lock lock(runMutex_);
+  // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it.
+  const bool ourTurn = turnChanged_.wait_until(lock, deadline, [&] {
+    return (servedTickets_ == ticket && !busy_) || aborted();
+  });
+  if (!ourTurn) {
+    const std::string message = "rank " + std::to_string(rank_) + ": " + algo::collectiveName(call.collective) +
+                                " timed out after " + std::to_string(settings_.timeoutMs) +
+                                " ms waiting for earlier calls on this communicator";
+    recordAsyncError(loomSystemError, message);
+    throw Error(loomSystemError, message);
+  }
   if (aborted()) {
     throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) + ": communicator was aborted");
+  }
+  busy_ = true;
+  const uint64_t sequence = ++sequence_;
+  lock.unlock();
+  // Whatever happens, hand the turn on.
+  struct TurnRelease {
+    Communicator& comm;
+    ~TurnRelease() {
+      std::lock_guard guard(comm.runMutex_);
+      comm.busy_ = false;
+      ++comm.servedTickets_;
+      comm.turnChanged_.notify_all();
+    }
+  } release{*this};
+
+  std::string earlier;
+  if (const loomResult_t failed = asyncError(&earlier); failed != loomSuccess) {
+    throw Error(failed, "rank " + std::to_string(rank_) + ": communicator is unusable after an earlier error: " + earlier);
   }
   algo::CollectiveShape shape;
   shape.collective = call.collective;
@@ -190,14 +217,38 @@ void Communicator::run(const CollectiveCall& call) {
   context.connections = &connections_;
   context.doorbell = shm_ ? &shm_->doorbell() : nullptr;
   context.timeoutMs = settings_.timeoutMs;
-  context.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.timeoutMs);
   context.abortFlag = &aborted_;
   context.operation = std::string(algo::collectiveName(call.collective)) + " #" +
                       std::to_string(sequence) + " (" + std::to_string(call.count) + " x " +
                       kernels::typeName(call.type) + ", comm " + name_ + ")";
   LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(),
              kernels::opName(call.op), call.root, schedule.steps.size());
-  algo::execute(schedule, buffers, context);
+  try {
+    algo::execute(schedule, buffers, context);
+  } catch (const Error& error) {
+    recordAsyncError(error.code(), error.what());
+    throw;
+  } catch (const std::exception& error) {
+    recordAsyncError(loomInternalError, error.what());
+    throw;
+  }
+}
+
+void Communicator::asyncWorkDone() {
+  if (pendingAsync_.fetch_sub(1) == 1) {
+    std::lock_guard lock(asyncMutex_);
+    asyncDrained_.notify_all();
+  }
+}
+
+void Communicator::waitForAsyncWork() {
+  std::unique_lock lock(asyncMutex_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.timeoutMs);
+  if (!asyncDrained_.wait_until(lock, deadline, [&] { return pendingAsync_.load() == 0; })) {
+    throw Error(loomSystemError, "rank " + std::to_string(rank_) + ": " + std::to_string(pendingAsync_.load()) +
+                                     " queued collectives did not finish within " +
+                                     std::to_string(settings_.timeoutMs) + " ms");
+  }
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, const CommSettings& childSettings) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,9 +47,19 @@ class Communicator {
   const CommSettings& settings() const { return settings_; }
   const std::string& name() const { return name_; }
 
-  // Runs one collective to completion on the calling thread. Calls on one communicator are
-  // serialized (a stream thread and the caller may both issue them), as NCCL requires.
-  void run(const CollectiveCall& call);
+  // Calls on one communicator execute in the order they were issued, whichever thread runs
+  // them (the caller, a stream thread, a group thread): issuing takes a ticket, and run()
+  // waits for its turn. Every ticket must be run exactly once.
+  uint64_t takeTicket() { return nextTicket_.fetch_add(1); }
+  // Runs one collective to completion on the calling thread. After a failure the
+  // communicator is unusable (its connections may hold half a message): every later call
+  // fails with the first error, which loomCommGetAsyncError also reports.
+  void run(const CollectiveCall& call, uint64_t ticket);
+
+  // Work queued on streams but not finished yet; loomCommFinalize waits for it.
+  void asyncWorkAdded() { pendingAsync_.fetch_add(1); }
+  void asyncWorkDone();
+  void waitForAsyncWork();
 
   // Collective over this communicator; returns null for LOOM_SPLIT_NOCOLOR.
   std::unique_ptr<Communicator> split(int color, int key, const CommSettings& childSettings);
@@ -57,7 +68,7 @@ class Communicator {
   void abort() { aborted_.store(true); }
   bool aborted() const { return aborted_.load(); }
 
-  // The first error of asynchronous (stream) work, sticky, as loomCommGetAsyncError reports.
+  // The first error of any collective, sticky, as loomCommGetAsyncError reports.
   void recordAsyncError(loomResult_t code, const std::string& message);
   loomResult_t asyncError(std::string* message = nullptr) const;
 
@@ -78,8 +89,15 @@ class Communicator {
   std::unique_ptr<transport::SocketTransport> sockets_;
   std::vector<transport::Connection*> connections_;  // by peer rank; null when unconnected
 
-  std::mutex runMutex_;  // one collective at a time
+  std::mutex runMutex_;  // guards the turn; held while a collective or a split runs
+  std::condition_variable turnChanged_;
+  std::atomic<uint64_t> nextTicket_{0};
+  uint64_t servedTickets_ = 0;  // tickets whose call has finished (or failed)
+  bool busy_ = false;           // a collective or split is running
   uint64_t sequence_ = 0;
+  std::atomic<int> pendingAsync_{0};
+  std::mutex asyncMutex_;
+  std::condition_variable asyncDrained_;
   using ScheduleKey = std::tuple<int, size_t, size_t, int, bool>;
   std::map<ScheduleKey, algo::Schedule> schedules_;
   struct FreeDeleter {
@@ -96,7 +114,9 @@ class Communicator {
 }  // namespace loom
 
 // The opaque handle of the C API.
+// Shared ownership: queued stream work and a collective running on another thread keep the
+// communicator alive after loomCommDestroy/Abort releases the handle's reference.
 struct loomComm {
-  std::unique_ptr<loom::Communicator> impl;
+  std::shared_ptr<loom::Communicator> impl;
   pid_t creatorPid;
 };

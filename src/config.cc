@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,7 +13,7 @@ long envInteger(const char* name, long fallback, long minimum, long maximum) {
   if (text == nullptr || *text == 0) return fallback;
   char* end = nullptr;
   errno = 0;
-  long value = std::strtol(text, &end, 0);
+  long value = std::strtol(text, &end, 10);
   if (errno != 0 || end == text || *end != 0 || value < minimum || value > maximum) {
     throwArgument(std::string(name) + "=" + text + " is not an integer in [" +
                   std::to_string(minimum) + ", " + std::to_string(maximum) + "]");
@@ -27,7 +28,8 @@ std::string envString(const char* name, const std::string& fallback) {
 
 namespace {
 
-TransportChoice parseTransport(const std::string& text, const char* source) {
+TransportChoice parseTransport(std::string text, const char* source) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // NCCL says "Socket"
   if (text.empty() || text == "auto") return TransportChoice::Auto;
   if (text == "shm") return TransportChoice::Shm;
   if (text == "socket" || text == "tcp") return TransportChoice::Socket;

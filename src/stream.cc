@@ -57,6 +57,9 @@ void Stream::loop() {
     } catch (const std::exception& error) {
       code = loomInternalError;
       message = error.what();
+    } catch (...) {
+      code = loomInternalError;
+      message = "unknown exception in stream work";
     }
     lock.lock();
     if (code != loomSuccess && error_ == loomSuccess) {
