@@ -95,6 +95,7 @@ loomResult_t loomCommInitFromEnv(loomComm_t* comm) {
     *comm = nullptr;
     const EnvJob job = readEnvJob();
     const UniqueIdContents contents = envUniqueId(job);
+    log::setThreadRank(job.rank);
     // Rank 0 hosts the rendezvous at the agreed address; the others retry until it is up.
     if (job.rank == 0) startRootServer(&contents.rootAddress, &contents.secret);
     LOOM_INFO(INIT, "loomCommInitFromEnv: %s rank %d of %d, root %s", job.launcher.c_str(), job.rank,
