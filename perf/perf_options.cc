@@ -1,0 +1,218 @@
+#include "perf/perf_options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "perf/perf_data.h"
+
+namespace loom::perf {
+namespace {
+
+void printHelp(std::FILE* out, const char* tool) {
+  std::fprintf(out,
+               "USAGE: %s\n"
+               "  [-t,--nthreads <num>]        ranks as threads of this process (default 1;\n"
+               "                               -t 1 without a launcher (no LOOM_RANK, RANK,\n"
+               "                               OMPI_COMM_WORLD_RANK, SLURM_PROCID): one rank)\n"
+               "  [-b,--minbytes <min size>]   K/M/G suffixes, powers of 1024 (default 32M)\n"
+               "  [-e,--maxbytes <max size>]   (default 32M)\n"
+               "  [-i,--stepbytes <increment>] (default 1M)\n"
+               "  [-f,--stepfactor <factor>]   multiply sizes by this; overrides -i (default off)\n"
+               "  [-n,--iters <count>]         timed iterations per row (default 20)\n"
+               "  [-w,--warmup_iters <count>]  untimed iterations per row (default 1)\n"
+               "  [-c,--check <0/1>]           verify results exactly (default 1)\n"
+               "  [-o,--op <sum/prod/min/max/avg/all>] (default sum)\n"
+               "  [-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/"
+               "bfloat16/all>] (default float)\n"
+               "  [-r,--root <root|all>]       root of broadcast/reduce (default 0)\n"
+               "  [-a,--average <0/1/2/3>]     time of a row: 0 rank 0, 1 mean, 2 min, 3 max over\n"
+               "                               ranks (default 1)\n"
+               "  [-z,--blocking <0/1>]        accepted; calls always complete before returning\n"
+               "  [-N,--cycles <count>]        repeat the whole sweep; 0 = forever (default 1)\n"
+               "  [-T,--timeout <seconds>]     sets LOOM_TIMEOUT_MS before init\n"
+               "  [-J,--output_file <file>]    also write the results as JSON\n"
+               "  [-h,--help]\n",
+               tool);
+}
+
+[[noreturn]] void usageError(const char* tool, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\n", tool, message.c_str());
+  printHelp(stderr, tool);
+  std::exit(2);
+}
+
+// A whole non-negative decimal integer within [low, high].
+bool parseInt(const char* text, long low, long high, long* value) {
+  errno = 0;
+  char* end = nullptr;
+  const long parsed = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || parsed < low || parsed > high) return false;
+  *value = parsed;
+  return true;
+}
+
+}  // namespace
+
+bool parseSize(const std::string& text, size_t* bytes) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long number = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return false;
+  const std::string_view suffix(end);
+  unsigned shift = 0;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    return false;
+  if (number > (~0ull >> shift)) return false;
+  *bytes = static_cast<size_t>(number << shift);
+  return true;
+}
+
+Options parseOptions(int argc, char** argv, const char* tool) {
+  static const option kLong[] = {{"nthreads", required_argument, nullptr, 't'},
+                                 {"ngpus", required_argument, nullptr, 'g'},
+                                 {"minbytes", required_argument, nullptr, 'b'},
+                                 {"maxbytes", required_argument, nullptr, 'e'},
+                                 {"stepbytes", required_argument, nullptr, 'i'},
+                                 {"stepfactor", required_argument, nullptr, 'f'},
+                                 {"iters", required_argument, nullptr, 'n'},
+                                 {"agg_iters", required_argument, nullptr, 'm'},
+                                 {"warmup_iters", required_argument, nullptr, 'w'},
+                                 {"parallel_init", required_argument, nullptr, 'p'},
+                                 {"check", required_argument, nullptr, 'c'},
+                                 {"op", required_argument, nullptr, 'o'},
+                                 {"datatype", required_argument, nullptr, 'd'},
+                                 {"root", required_argument, nullptr, 'r'},
+                                 {"blocking", required_argument, nullptr, 'z'},
+                                 {"cudagraph", required_argument, nullptr, 'G'},
+                                 {"average", required_argument, nullptr, 'a'},
+                                 {"cycles", required_argument, nullptr, 'N'},
+                                 {"timeout", required_argument, nullptr, 'T'},
+                                 {"output_file", required_argument, nullptr, 'J'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
+  Options options;
+  long value = 0;
+  optind = 1;
+  for (;;) {
+    const int c =
+        getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:p:c:o:d:r:z:G:a:N:T:J:h", kLong, nullptr);
+    if (c == -1) break;
+    const std::string arg = optarg != nullptr ? optarg : "";
+    const std::string bad = std::string("invalid value '") + arg + "' for -" + char(c);
+    switch (c) {
+      case 't':
+        if (!parseInt(optarg, 1, 1024, &value)) usageError(tool, bad);
+        options.threads = static_cast<int>(value);
+        break;
+      case 'g':  // one rank per thread is all a host build has
+        if (!parseInt(optarg, 1, 1, &value)) usageError(tool, "-g: only 1 is supported");
+        break;
+      case 'm':  // aggregation of several calls per iteration is not implemented
+        if (!parseInt(optarg, 1, 1, &value)) usageError(tool, "-m: only 1 is supported");
+        break;
+      case 'G':  // no CUDA graphs on host buffers
+        if (!parseInt(optarg, 0, 0, &value)) usageError(tool, "-G: only 0 is supported");
+        break;
+      case 'p':  // accepted: initialisation is always as parallel as the launcher makes it
+        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        break;
+      case 'b':
+        if (!parseSize(arg, &options.minBytes)) usageError(tool, bad);
+        break;
+      case 'e':
+        if (!parseSize(arg, &options.maxBytes)) usageError(tool, bad);
+        break;
+      case 'i':
+        if (!parseSize(arg, &options.stepBytes) || options.stepBytes == 0) usageError(tool, bad);
+        break;
+      case 'f':
+        if (!parseInt(optarg, 1, 1 << 20, &value)) usageError(tool, bad);
+        options.stepFactor = static_cast<size_t>(value);
+        break;
+      case 'n':
+        if (!parseInt(optarg, 1, 1 << 30, &value)) usageError(tool, bad);
+        options.iters = static_cast<int>(value);
+        break;
+      case 'w':
+        if (!parseInt(optarg, 0, 1 << 30, &value)) usageError(tool, bad);
+        options.warmupIters = static_cast<int>(value);
+        break;
+      case 'c':
+        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        options.check = static_cast<int>(value);
+        break;
+      case 'o':
+        if (!parseOpList(arg, &options.ops)) usageError(tool, bad);
+        break;
+      case 'd':
+        if (!parseTypeList(arg, &options.types)) usageError(tool, bad);
+        break;
+      case 'r':
+        if (arg == "all") {
+          options.allRoots = true;
+        } else {
+          if (!parseInt(optarg, 0, 1 << 30, &value)) usageError(tool, bad);
+          options.allRoots = false;
+          options.root = static_cast<int>(value);
+        }
+        break;
+      case 'z':
+        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        options.blocking = static_cast<int>(value);
+        break;
+      case 'a':
+        if (!parseInt(optarg, 0, 3, &value)) usageError(tool, bad);
+        options.average = static_cast<TimeAverage>(value);
+        break;
+      case 'N':
+        if (!parseInt(optarg, 0, 1 << 30, &value)) usageError(tool, bad);
+        options.cycles = static_cast<int>(value);
+        break;
+      case 'T':
+        if (!parseInt(optarg, 0, 1 << 20, &value)) usageError(tool, bad);
+        options.timeoutSeconds = static_cast<int>(value);
+        break;
+      case 'J':
+        if (arg.empty()) usageError(tool, bad);
+        options.jsonPath = arg;
+        break;
+      case 'h':
+        printHelp(stdout, tool);
+        std::exit(0);
+      default:
+        usageError(tool, "unknown option");
+    }
+  }
+  if (optind < argc) usageError(tool, std::string("unexpected argument '") + argv[optind] + "'");
+  if (options.minBytes > options.maxBytes) {
+    usageError(tool, "minbytes (-b) is larger than maxbytes (-e)");
+  }
+  // As in nccl-tests, a factor > 1 wins over -i whichever came first (see sweepSizes).
+  return options;
+}
+
+std::vector<size_t> sweepSizes(const Options& options) {
+  std::vector<size_t> sizes;
+  for (size_t size = options.minBytes; size <= options.maxBytes;) {
+    sizes.push_back(size);
+    const size_t next =
+        options.stepFactor > 1 ? size * options.stepFactor : size + options.stepBytes;
+    // Stop on no growth (minBytes 0 with a factor) or on wrap-around.
+    if (next <= size) break;
+    size = next;
+  }
+  return sizes;
+}
+
+}  // namespace loom::perf
