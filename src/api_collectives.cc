@@ -1,6 +1,7 @@
 // The collective entry points: check every argument, then run now, queue in a group, or
 // enqueue on a stream.
 #include <cstdint>
+#include <cstring>
 
 #include "api_internal.h"
 #include "group.h"
@@ -11,16 +12,28 @@ using namespace loom;
 
 namespace {
 
-void checkType(loomDataType_t type) {
+// A C caller may pass any int as an enum; in C++ a value outside the enum's range is UB to
+// even load. So the checks read the raw bits first and use the enum only once it is valid.
+template <class Enum>
+int rawValue(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
+
+void checkType(int raw) {
+  if (raw < 0 || raw >= loomNumTypes) throwArgument("invalid datatype " + std::to_string(raw));
+  const auto type = static_cast<loomDataType_t>(raw);
   if (type == loomFloat8e4m3 || type == loomFloat8e5m2) {
     throwArgument("datatype " + std::to_string(type) +
                   " (fp8 e4m3/e5m2) is not supported by host collectives in this release");
   }
-  if (!kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(type));
+  if (!kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(raw));
 }
 
-void checkOp(loomRedOp_t op) {
-  if (op < loomSum || op >= loomNumOps) throwArgument("invalid reduction op " + std::to_string(op));
+void checkOp(int raw) {
+  if (raw < loomSum || raw >= loomNumOps) throwArgument("invalid reduction op " + std::to_string(raw));
 }
 
 // count * elements-per-count-unit * typeSize must fit in size_t (and in a signed offset).
@@ -49,8 +62,8 @@ loomResult_t loomAllReduce(const void* sendbuff, void* recvbuff, size_t count, l
   return api::guarded("loomAllReduce", [&] {
     auto comm_ = api::checkedComm(comm);
     Communicator& impl = *comm_;
-    checkType(datatype);
-    checkOp(op);
+    checkType(rawValue(datatype));
+    checkOp(rawValue(op));
     checkCount(count, 1, datatype);
     if (count > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
     dispatch(comm_, stream, CollectiveCall{algo::Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0});
@@ -62,7 +75,7 @@ loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
   return api::guarded("loomAllGather", [&] {
     auto comm_ = api::checkedComm(comm);
     Communicator& impl = *comm_;
-    checkType(datatype);
+    checkType(rawValue(datatype));
     checkCount(sendcount, impl.size(), datatype);
     if (sendcount > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
     dispatch(comm_, stream, CollectiveCall{algo::Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0});
@@ -74,8 +87,8 @@ loomResult_t loomReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
   return api::guarded("loomReduceScatter", [&] {
     auto comm_ = api::checkedComm(comm);
     Communicator& impl = *comm_;
-    checkType(datatype);
-    checkOp(op);
+    checkType(rawValue(datatype));
+    checkOp(rawValue(op));
     checkCount(recvcount, impl.size(), datatype);
     if (recvcount > 0 && (sendbuff == nullptr || recvbuff == nullptr)) throwArgument(where(impl) + "sendbuff or recvbuff is NULL");
     dispatch(comm_, stream, CollectiveCall{algo::Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0});
@@ -87,7 +100,7 @@ loomResult_t loomBroadcast(const void* sendbuff, void* recvbuff, size_t count, l
   return api::guarded("loomBroadcast", [&] {
     auto comm_ = api::checkedComm(comm);
     Communicator& impl = *comm_;
-    checkType(datatype);
+    checkType(rawValue(datatype));
     checkCount(count, 1, datatype);
     if (root < 0 || root >= impl.size()) throwArgument(where(impl) + "root " + std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(impl.size()) + ")");
     if (count > 0 && recvbuff == nullptr) throwArgument(where(impl) + "recvbuff is NULL");
@@ -101,8 +114,8 @@ loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count, loom
   return api::guarded("loomReduce", [&] {
     auto comm_ = api::checkedComm(comm);
     Communicator& impl = *comm_;
-    checkType(datatype);
-    checkOp(op);
+    checkType(rawValue(datatype));
+    checkOp(rawValue(op));
     checkCount(count, 1, datatype);
     if (root < 0 || root >= impl.size()) throwArgument(where(impl) + "root " + std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(impl.size()) + ")");
     if (count > 0 && sendbuff == nullptr) throwArgument(where(impl) + "sendbuff is NULL");
