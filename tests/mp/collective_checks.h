@@ -438,16 +438,14 @@ inline std::string compareHashFiles(const std::vector<std::string>& files) {
 inline void runCollectiveSuite(int n, const MatrixOptions& options) {
   setenv("LOOM_SOCKET_IFNAME", "lo", 0);
   const std::vector<std::string> shmBefore = loomShmEntries();
-  loomUniqueId id;
-  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess) << loomGetLastError(nullptr);
   char dirTemplate[] = "/tmp/loom-hashes-XXXXXX";
   ASSERT_NE(mkdtemp(dirTemplate), nullptr);
   const std::string dir = dirTemplate;
   std::vector<std::string> files;
   for (int r = 0; r < n; ++r) files.push_back(dir + "/rank" + std::to_string(r));
   const auto start = std::chrono::steady_clock::now();
-  const auto outcomes = runProcesses(
-      n, [&](int rank) { runCollectiveRank(rank, n, id, options, files[rank]); }, 240);
+  const auto outcomes = loom::test::runRanksWithUniqueId(
+      n, [&](int rank, const loomUniqueId& id) { runCollectiveRank(rank, n, id, options, files[rank]); }, 240);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("n=%d: %zu cases in %.2f s\n", n, buildCases(n, options).size(), seconds);

@@ -151,10 +151,8 @@ TEST_P(CommSplit, SizesOrderAndIsolation) {
   const int n = GetParam();
   setenv("LOOM_SOCKET_IFNAME", "lo", 0);
   const std::vector<std::string> shmBefore = loomShmEntries();
-  loomUniqueId id;
-  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess) << loomGetLastError(nullptr);
-  for (const RankOutcome& outcome : runProcesses(
-           n, [&](int rank) { splitRank(rank, n, id); }, 120)) {
+  for (const RankOutcome& outcome : loom::test::runRanksWithUniqueId(
+           n, [&](int rank, const loomUniqueId& id) { splitRank(rank, n, id); }, 120)) {
     EXPECT_TRUE(outcome.ok()) << outcome.describe();
   }
   EXPECT_EQ(leakedShmSegments(shmBefore), std::vector<std::string>{});

@@ -78,30 +78,38 @@ void expectJoinFails(loomResult_t rc, loomComm_t comm, double elapsed, double li
 TEST(Security, AlteredSecretInUniqueIdFailsEveryRankCleanly) {
   setenv("LOOM_SOCKET_IFNAME", "lo", 0);
   unsetenv("LOOM_COMM_ID");
-  loomUniqueId ids[4];
-  for (loomUniqueId& one : ids) {
-    ASSERT_EQ(loomGetUniqueId(&one), loomSuccess) << loomGetLastError(nullptr);
-  }
-  const loomUniqueId& id = ids[0];
-  std::string differing;
-  for (size_t i = 0; i < LOOM_UNIQUE_ID_BYTES; ++i) {
-    if (id.internal[i] != ids[1].internal[i]) differing += std::to_string(i) + " ";
-  }
-  std::printf("bytes that differ between two unique ids: %s\n", differing.c_str());
-  // Secret bytes are random: across four ids the byte must take more than one value (a false
-  // alarm has probability 2^-24).
-  bool varies = false;
-  for (const loomUniqueId& one : ids) {
-    varies = varies || one.internal[kAssumedSecretOffset] != id.internal[kAssumedSecretOffset];
-  }
-  ASSERT_TRUE(varies) << "byte " << kAssumedSecretOffset << " is not in the random part of the id";
+  // The layout check runs in a child: root servers started here would be threads of this
+  // process when the next test forks (see runRanksWithUniqueId).
+  const auto layout = runProcesses(
+      1,
+      [&](int) {
+        loomUniqueId ids[4];
+        for (loomUniqueId& one : ids) {
+          LOOM_REQUIRE(loomGetUniqueId(&one) == loomSuccess, loomGetLastError(nullptr));
+        }
+        std::string differing;
+        for (size_t i = 0; i < LOOM_UNIQUE_ID_BYTES; ++i) {
+          if (ids[0].internal[i] != ids[1].internal[i]) differing += std::to_string(i) + " ";
+        }
+        std::printf("bytes that differ between two unique ids: %s\n", differing.c_str());
+        // Secret bytes are random: across four ids the byte must take more than one value (a
+        // false alarm has probability 2^-24).
+        bool varies = false;
+        for (const loomUniqueId& one : ids) {
+          varies = varies || one.internal[kAssumedSecretOffset] != ids[0].internal[kAssumedSecretOffset];
+        }
+        LOOM_REQUIRE(varies, "byte " + std::to_string(kAssumedSecretOffset) + " is not in the random part of the id");
+        std::_Exit(0);  // skip the root servers' wait for ranks that never come
+      },
+      60);
+  ASSERT_TRUE(layout[0].ok()) << layout[0].describe();
 
-  loomUniqueId altered = id;
-  altered.internal[kAssumedSecretOffset] ^= 0x5a;
   constexpr int n = 3, kBadRank = 2;
-  const auto outcomes = runProcesses(
+  const auto outcomes = loom::test::runRanksWithUniqueId(
       n,
-      [&](int rank) {
+      [&](int rank, const loomUniqueId& id) {
+        loomUniqueId altered = id;
+        altered.internal[kAssumedSecretOffset] ^= 0x5a;
         loomConfig_t config = LOOM_CONFIG_INITIALIZER;
         config.timeoutMs = 3000;
         loomComm_t comm = nullptr;

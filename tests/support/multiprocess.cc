@@ -1,14 +1,17 @@
 #include "multiprocess.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <new>
 #include <thread>
 
 namespace loom::test {
@@ -89,6 +92,46 @@ std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int)>
       sleepFor = std::min(sleepFor * 2, std::chrono::microseconds(20000));
     }
   }
+  return outcomes;
+}
+
+}  // namespace loom::test
+
+namespace loom::test {
+
+std::vector<RankOutcome> runRanksWithUniqueId(int nranks,
+                                              const std::function<void(int, const loomUniqueId&)>& body,
+                                              int timeoutSeconds) {
+  struct Shared {
+    std::atomic<int> state;  // 0 pending, 1 published, 2 rank 0 failed
+    loomUniqueId id;
+  };
+  void* memory = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+  auto* shared = new (memory) Shared{};
+  auto outcomes = runProcesses(
+      nranks,
+      [&](int rank) {
+        if (rank == 0) {
+          loomUniqueId id;
+          if (loomGetUniqueId(&id) != loomSuccess) {
+            shared->state.store(2);
+            throw std::runtime_error(std::string("loomGetUniqueId: ") + loomGetLastError(nullptr));
+          }
+          shared->id = id;
+          shared->state.store(1, std::memory_order_release);
+        } else {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+          while (shared->state.load(std::memory_order_acquire) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no unique id from rank 0");
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          if (shared->state.load() == 2) throw std::runtime_error("rank 0 could not create the unique id");
+        }
+        body(rank, shared->id);
+      },
+      timeoutSeconds);
+  munmap(memory, sizeof(Shared));
   return outcomes;
 }
 

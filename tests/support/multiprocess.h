@@ -3,6 +3,8 @@
 // exiting non-zero; the parent asserts on the collected results.
 #pragma once
 
+#include <loom.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,6 +24,14 @@ struct RankOutcome {
 // exception (printed). Children still alive after `timeoutSeconds` are killed (timedOut).
 std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int rank)>& body,
                                       int timeoutSeconds = 300);
+
+// Like runProcesses, for ranks that rendezvous through a unique id: rank 0's child calls
+// loomGetUniqueId and hands the id to the others through shared memory. The parent starts
+// no thread before forking — a thread that holds an allocator lock at fork time leaves the
+// child's allocator locked forever (glibc guards against that, AddressSanitizer does not).
+std::vector<RankOutcome> runRanksWithUniqueId(
+    int nranks, const std::function<void(int rank, const loomUniqueId& id)>& body,
+    int timeoutSeconds = 300);
 
 // Throws std::runtime_error with `what` and the location when `condition` is false. For use
 // inside children, where gtest assertions cannot report to the parent.
