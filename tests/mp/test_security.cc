@@ -7,6 +7,8 @@
 //    prefix) do not stop 4 honest ranks from initialising and all-reducing within seconds.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <new>
+#include <sys/mman.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -224,14 +226,34 @@ TEST(Security, StrangersAtTheRootListenerDoNotBlockRendezvous) {
   std::vector<uint8_t> garbage(4096);
   for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = uint8_t(mix64(i));
   // The strangers start before the ranks: they connect the moment rank 0 listens, ahead of
-  // the honest ranks (which wait 300 ms), so the root must serve the ranks past them.
-  Stranger garbageSender(port, garbage);
-  Stranger silent(port, {});
-  Stranger hugeLength(port, std::vector<uint8_t>(16, 0xff));
+  // the honest ranks (which wait 300 ms), so the root must serve the ranks past them. They
+  // live in a child of their own (the last one): the parent starts no thread before
+  // forking, since a thread inside malloc at fork time can leave a child's allocator locked.
   constexpr int n = 4;
+  auto* ranksDone = static_cast<std::atomic<int>*>(
+      mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(ranksDone, MAP_FAILED);
+  new (ranksDone) std::atomic<int>(0);
+  constexpr int kStrangerMissed = 3;
   const auto outcomes = runProcesses(
-      n,
+      n + 1,
       [&](int rank) {
+        if (rank == n) {
+          Stranger garbageSender(port, garbage);
+          Stranger silent(port, {});
+          Stranger hugeLength(port, std::vector<uint8_t>(16, 0xff));
+          const auto deadline = Clock::now() + std::chrono::seconds(40);
+          while (ranksDone->load() < n && Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          const bool all = garbageSender.connected() && silent.connected() && hugeLength.connected();
+          std::fflush(stdout);
+          std::_Exit(all ? 0 : kStrangerMissed);
+        }
+        struct Done {
+          std::atomic<int>* counter;
+          ~Done() { counter->fetch_add(1); }
+        } done{ranksDone};
         setJobEnvironment(rank, n, port, kSecret);
         setenv("LOOM_TIMEOUT_MS", "20000", 1);
         if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -254,9 +276,11 @@ TEST(Security, StrangersAtTheRootListenerDoNotBlockRendezvous) {
         LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, "destroy");
       },
       60);
-  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
-  EXPECT_TRUE(garbageSender.connected() && silent.connected() && hugeLength.connected())
+  munmap(ranksDone, sizeof(std::atomic<int>));
+  for (int rank = 0; rank < n; ++rank) EXPECT_TRUE(outcomes[rank].ok()) << outcomes[rank].describe();
+  EXPECT_NE(outcomes[n].exitCode, kStrangerMissed)
       << "a stranger never reached the root listener: the test did not test anything";
+  EXPECT_TRUE(outcomes[n].ok()) << "stranger process: " << outcomes[n].describe();
   EXPECT_EQ(leakedShmSegments(shmBefore), std::vector<std::string>{});
 }
 
