@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "kernels/host_reduce.h"
 #include "src/error.h"
@@ -52,7 +53,7 @@ class StepSink final : public transport::RecvSink {
 struct Lane {
   std::deque<int> pending;
   int active = -1;
-  std::unique_ptr<StepSink> sink;
+  std::optional<StepSink> sink;  // in place: no allocation per received piece of a schedule
 };
 
 struct PeerLanes {
@@ -163,8 +164,8 @@ class Run {
       lanes.connection->postSend(source(step.src), step.src.bytes);
     } else {
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
-      lane.sink = std::make_unique<StepSink>(target(step.dst), local, context_, elementBytes_);
-      lanes.connection->postRecv(step.dst.bytes, lane.sink.get());
+      lane.sink.emplace(target(step.dst), local, context_, elementBytes_);
+      lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
     }
     return true;
   }
