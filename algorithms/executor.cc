@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "kernels/host_reduce.h"
+#include "kernels/stream_copy.h"
 #include "src/error.h"
 #include "src/log.h"
 
@@ -27,6 +28,21 @@ inline void cpuRelax() {
 #endif
 }
 
+// Per thread, grown to the largest piece seen and kept: no allocation or page fault per call.
+char* stagingBuffer(size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    buffer.data = std::make_unique<char[]>(bytes);
+    std::memset(buffer.data.get(), 0, bytes);
+    buffer.size = bytes;
+  }
+  return buffer.data.get();
+}
+
 // What a receive does with each arriving piece: copy it, or reduce it with a local operand.
 class StepSink final : public transport::RecvSink {
  public:
@@ -35,7 +51,16 @@ class StepSink final : public transport::RecvSink {
 
   void deliver(size_t offset, const void* data, size_t bytes) override {
     if (local_ == nullptr) {
-      std::memcpy(dst_ + offset, data, bytes);
+      if (context_.streamCopies) {
+        kernels::streamCopy(dst_ + offset, data, bytes);
+      } else {
+        std::memcpy(dst_ + offset, data, bytes);
+      }
+    } else if (context_.streamReductions) {
+      // Reduce into a cache-resident buffer, then write the output once, around the cache.
+      char* staged = stagingBuffer(bytes);
+      kernels::reduce(context_.type, context_.op, staged, local_ + offset, data, bytes / elementBytes_);
+      kernels::streamCopy(dst_ + offset, staged, bytes);
     } else {
       kernels::reduce(context_.type, context_.op, dst_ + offset, local_ + offset, data,
                       bytes / elementBytes_);

@@ -37,6 +37,10 @@ struct ExecutionContext {
   int timeoutMs = 600000;  // fail after this long without any progress
   const std::atomic<bool>* abortFlag = nullptr;
   std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
+  // Large messages: received pieces are written with non-temporal stores (kernels/stream_copy.h)
+  // so a copy does not first read every output line it overwrites.
+  bool streamCopies = false;
+  bool streamReductions = false;
 };
 
 void execute(const Schedule& schedule, const ExecutionBuffers& buffers,

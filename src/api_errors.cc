@@ -1,6 +1,8 @@
 // Version, error strings, the last error, and the registry of live communicators.
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 #include <unordered_set>
 
@@ -15,6 +17,19 @@ std::mutex registryMutex;
 std::unordered_set<loomComm*>& registry() {
   static auto* live = new std::unordered_set<loomComm*>();  // never destroyed: used at exit
   return *live;
+}
+// getpid() is a system call (glibc stopped caching it); every collective checks the caller's
+// process, so keep the pid here and refresh it in the child after fork.
+std::atomic<pid_t> cachedPid{0};
+void refreshPid() { cachedPid.store(getpid(), std::memory_order_relaxed); }
+pid_t currentPid() {
+  static const bool registered = [] {
+    refreshPid();
+    pthread_atfork(nullptr, nullptr, refreshPid);
+    return true;
+  }();
+  (void)registered;
+  return cachedPid.load(std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -52,7 +67,7 @@ std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
     impl = comm->impl;
     creator = comm->creatorPid;
   }
-  if (creator != getpid()) {
+  if (creator != currentPid()) {
     throwUsage(std::string(what) + " was created by process " + std::to_string(creator) +
                " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
   }

@@ -1,6 +1,7 @@
 #include "comm.h"
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "kernels/host_reduce.h"
 #include "log.h"
 #include "topology/host_identity.h"
+#include "transport/cross_memory.h"
 
 namespace loom {
 
@@ -23,8 +25,12 @@ struct Communicator::PeerInfo {
   int32_t pid;
   uint8_t shmAllowed;   // not disabled by LOOM_SHM_DISABLE / LOOM_TRANSPORT=socket
   uint8_t shmRequired;  // LOOM_TRANSPORT=shm
-  uint8_t padding[2];
+  uint8_t directAllowed;  // not LOOM_ALGO=ring
+  uint8_t crossMemoryAllowed;  // LOOM_CMA=1
   uint64_t pieceBytes;  // schedules must agree: every rank cuts messages the same way
+  uint64_t directEagerBytes;  // so must the direct collectives
+  uint64_t directChunkBytes;
+  uint64_t crossMemoryProbe;  // address of a word peers try to read with process_vm_readv
 };
 
 Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings)
@@ -58,14 +64,24 @@ void Communicator::connectTransports() {
   mine.shmAllowed = !settings_.shmDisabled && settings_.transport != TransportChoice::Socket;
   mine.shmRequired = settings_.transport == TransportChoice::Shm;
   mine.pieceBytes = settings_.pieceBytes;
+  mine.directAllowed = !settings_.directDisabled;
+  mine.crossMemoryAllowed = settings_.crossMemoryEnabled;
+  mine.directEagerBytes = settings_.directEagerBytes;
+  mine.directChunkBytes = settings_.directChunkBytes;
+  mine.crossMemoryProbe = transport::crossMemoryProbeAddress();
   bootstrap_->allGather(peers.data(), sizeof(PeerInfo));
-  for (int peer = 0; peer < nranks_; ++peer) {
-    if (peers[peer].pieceBytes != mine.pieceBytes) {
-      throwUsage("rank " + std::to_string(rank_) + ": LOOM_PIECE_BYTES is " + std::to_string(mine.pieceBytes) +
-                 " here but " + std::to_string(peers[peer].pieceBytes) + " on rank " + std::to_string(peer) +
-                 "; set the same value on every rank");
+  auto requireSame = [&](const char* variable, uint64_t PeerInfo::*field) {
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peers[peer].*field != mine.*field) {
+        throwUsage("rank " + std::to_string(rank_) + ": " + variable + " is " + std::to_string(mine.*field) +
+                   " here but " + std::to_string(peers[peer].*field) + " on rank " + std::to_string(peer) +
+                   "; set the same value on every rank");
+      }
     }
-  }
+  };
+  requireSame("LOOM_PIECE_BYTES", &PeerInfo::pieceBytes);
+  requireSame("LOOM_DIRECT_EAGER_BYTES", &PeerInfo::directEagerBytes);
+  requireSame("LOOM_DIRECT_CHUNK_BYTES", &PeerInfo::directChunkBytes);
 
   // Ring and chain algorithms talk to the two neighbours; connect each once.
   std::set<int> neighbours;
@@ -110,6 +126,60 @@ void Communicator::connectTransports() {
     LOOM_INFO(INIT, "comm %s: rank %d <-> rank %d over %s", name_.c_str(), rank_, peer,
               connections_[peer]->kind());
   }
+  setUpDirect(peers);
+}
+
+// Direct collectives need every rank on this host, shared memory allowed everywhere, and
+// LOOM_ALGO not forcing schedules. Every rank sees the same PeerInfo, so all decide alike.
+void Communicator::setUpDirect(const std::vector<PeerInfo>& peers) {
+  if (nranks_ < 2) return;
+  bool direct = true;
+  bool crossMemory = true;
+  for (const PeerInfo& peer : peers) {
+    direct = direct && peer.hostHash == peers[rank_].hostHash && peer.shmAllowed && peer.directAllowed;
+    crossMemory = crossMemory && peer.crossMemoryAllowed;
+  }
+  if (!direct) return;
+  char name[80];
+  std::snprintf(name, sizeof(name), "/loom-%016llx-arena", static_cast<unsigned long long>(bootstrap_->commUid()));
+  agreeOnSetup("shared arena", [&] {
+    arena_ = transport::ShmArena::create(*bootstrap_, name, settings_.directEagerBytes, settings_.timeoutMs);
+  });
+
+  // Cross-memory attach may be forbidden (Yama ptrace_scope, seccomp): try it on every peer;
+  // single-copy is used only if every rank could read every other.
+  std::vector<int32_t> readable(nranks_, 0);
+  if (crossMemory) {
+    int32_t ok = 1;
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peer == rank_) continue;
+      uint64_t value = 0;
+      const auto result = transport::crossMemoryRead(peers[peer].pid, peers[peer].crossMemoryProbe, &value, sizeof(value));
+      if (result.status != transport::CrossMemoryStatus::Ok || value != transport::crossMemoryProbeValue()) {
+        LOOM_INFO(INIT, "comm %s: process_vm_readv from rank %d not possible (%s): no single-copy transfers",
+                  name_.c_str(), peer, result.error ? std::strerror(result.error) : "wrong value");
+        ok = 0;
+      }
+    }
+    readable[rank_] = ok;
+  }
+  bootstrap_->allGather(readable.data(), sizeof(int32_t));
+  for (int32_t ok : readable) crossMemory = crossMemory && ok;
+
+  algo::DirectSettings direct_settings;
+  direct_settings.eagerBytes = settings_.directEagerBytes;
+  direct_settings.chunkBytes = settings_.directChunkBytes;
+  direct_settings.streamBytes = settings_.streamCopyBytes;
+  direct_settings.crossMemory = crossMemory;
+  cpu_set_t cpus;
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  direct_settings.oversubscribed = nranks_ > cores;
+  std::vector<pid_t> pids;
+  for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
+  direct_ = std::make_unique<algo::DirectEngine>(*arena_, std::move(pids), rank_, direct_settings,
+                                                 settings_.timeoutMs, &aborted_);
+  LOOM_INFO(INIT, "comm %s: direct collectives on (eager up to %zu bytes, single-copy %s)", name_.c_str(),
+            direct_settings.eagerBytes, crossMemory ? "on" : "off");
 }
 
 void Communicator::agreeOnSetup(const char* stage, const std::function<void()>& setup) {
@@ -159,14 +229,16 @@ void* Communicator::scratch(size_t bytes) {
   return memory;
 }
 
-void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
-  log::setThreadRank(rank_);
+void Communicator::waitForTurn(uint64_t ticket, const CollectiveCall& call) {
+  if (servedTickets_.load(std::memory_order_acquire) == ticket && !aborted()) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.timeoutMs);
+  // Register first, then look (under the lock): pairs with endTurn's store-then-look.
+  turnWaiters_.fetch_add(1, std::memory_order_seq_cst);
   std::unique_lock lock(runMutex_);
-  // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it.
   const bool ourTurn = turnChanged_.wait_until(lock, deadline, [&] {
-    return (servedTickets_ == ticket && !busy_) || aborted();
+    return servedTickets_.load(std::memory_order_seq_cst) == ticket || aborted();
   });
+  turnWaiters_.fetch_sub(1, std::memory_order_seq_cst);
   if (!ourTurn) {
     const std::string message = "rank " + std::to_string(rank_) + ": " + algo::collectiveName(call.collective) +
                                 " timed out after " + std::to_string(settings_.timeoutMs) +
@@ -174,26 +246,64 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
     recordAsyncError(loomSystemError, message);
     throw Error(loomSystemError, message);
   }
+}
+
+void Communicator::endTurn(uint64_t ticket) {
+  servedTickets_.store(ticket + 1, std::memory_order_seq_cst);
+  if (turnWaiters_.load(std::memory_order_seq_cst) != 0) {
+    std::lock_guard guard(runMutex_);
+    turnChanged_.notify_all();
+  }
+}
+
+std::string Communicator::describeCall(const CollectiveCall& call, uint64_t sequence) const {
+  return std::string(algo::collectiveName(call.collective)) + " #" + std::to_string(sequence) + " (" +
+         std::to_string(call.count) + " x " + kernels::typeName(call.type) + ", comm " + name_ + ", rank " +
+         std::to_string(rank_) + ")";
+}
+
+void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
+  log::setThreadRank(rank_);
+  // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it.
+  // A wait that times out or sees an abort takes no turn (the communicator is dead anyway).
+  waitForTurn(ticket, call);
   if (aborted()) {
     throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) + ": communicator was aborted");
   }
-  busy_ = true;
-  const uint64_t sequence = ++sequence_;
-  lock.unlock();
-  // Whatever happens, hand the turn on.
+  // From here on the turn is handed on whatever happens.
   struct TurnRelease {
     Communicator& comm;
-    ~TurnRelease() {
-      std::lock_guard guard(comm.runMutex_);
-      comm.busy_ = false;
-      ++comm.servedTickets_;
-      comm.turnChanged_.notify_all();
-    }
-  } release{*this};
-
-  std::string earlier;
-  if (const loomResult_t failed = asyncError(&earlier); failed != loomSuccess) {
+    uint64_t ticket;
+    ~TurnRelease() { comm.endTurn(ticket); }
+  } release{*this, ticket};
+  const uint64_t sequence = ++sequence_;
+  if (failed_.load(std::memory_order_acquire)) {
+    std::string earlier;
+    const loomResult_t failed = asyncError(&earlier);
     throw Error(failed, "rank " + std::to_string(rank_) + ": communicator is unusable after an earlier error: " + earlier);
+  }
+  try {
+    runCall(call, sequence);
+  } catch (const Error& error) {
+    recordAsyncError(error.code(), error.what());
+    throw;
+  } catch (const std::exception& error) {
+    recordAsyncError(loomInternalError, error.what());
+    throw;
+  }
+}
+
+void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
+  if (direct_) {
+    const algo::DirectCall directCall{call.collective, call.send, call.recv, call.count,
+                                      call.type,       call.op,   call.root, sequence};
+    // Captures two references: std::function keeps it inline, no allocation per call.
+    const algo::DirectEngine::Describe describe = [this, &call, sequence] { return describeCall(call, sequence); };
+    if (direct_->handles(directCall)) {
+      direct_->run(directCall, describe);
+      return;
+    }
+    direct_->postOnly(directCall, describe);
   }
   algo::CollectiveShape shape;
   shape.collective = call.collective;
@@ -218,20 +328,17 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
   context.doorbell = shm_ ? &shm_->doorbell() : nullptr;
   context.timeoutMs = settings_.timeoutMs;
   context.abortFlag = &aborted_;
-  context.operation = std::string(algo::collectiveName(call.collective)) + " #" +
-                      std::to_string(sequence) + " (" + std::to_string(call.count) + " x " +
-                      kernels::typeName(call.type) + ", comm " + name_ + ")";
+  context.operation = describeCall(call, sequence);
+  const size_t messageBytes = call.count * shape.elementBytes *
+                              (call.collective == algo::Collective::AllReduce || call.collective == algo::Collective::Broadcast ||
+                                       call.collective == algo::Collective::Reduce
+                                   ? 1
+                                   : static_cast<size_t>(nranks_));
+  context.streamCopies = messageBytes >= settings_.streamCopyBytes;
+  context.streamReductions = messageBytes >= settings_.streamReduceBytes;
   LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(),
              kernels::opName(call.op), call.root, schedule.steps.size());
-  try {
-    algo::execute(schedule, buffers, context);
-  } catch (const Error& error) {
-    recordAsyncError(error.code(), error.what());
-    throw;
-  } catch (const std::exception& error) {
-    recordAsyncError(loomInternalError, error.what());
-    throw;
-  }
+  algo::execute(schedule, buffers, context);
 }
 
 void Communicator::asyncWorkDone() {
@@ -296,6 +403,7 @@ void Communicator::recordAsyncError(loomResult_t code, const std::string& messag
   if (asyncError_ == loomSuccess) {
     asyncError_ = code;
     asyncMessage_ = message;
+    failed_.store(true, std::memory_order_release);
   }
 }
 

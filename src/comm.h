@@ -15,10 +15,12 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/direct_engine.h"
 #include "algorithms/schedule.h"
 #include "bootstrap.h"
 #include "config.h"
 #include "loom.h"
+#include "transport/shm_arena.h"
 #include "transport/shm_transport.h"
 #include "transport/socket_transport.h"
 
@@ -75,6 +77,11 @@ class Communicator {
  private:
   struct PeerInfo;
   void connectTransports();
+  void setUpDirect(const std::vector<PeerInfo>& peers);
+  void waitForTurn(uint64_t ticket, const CollectiveCall& call);
+  void endTurn(uint64_t ticket);
+  void runCall(const CollectiveCall& call, uint64_t sequence);
+  std::string describeCall(const CollectiveCall& call, uint64_t sequence) const;
   void agreeOnSetup(const char* stage, const std::function<void()>& setup);
   const algo::Schedule& scheduleFor(const CollectiveCall& call, const algo::CollectiveShape& shape);
   void* scratch(size_t bytes);
@@ -88,13 +95,18 @@ class Communicator {
   std::unique_ptr<transport::ShmTransport> shm_;
   std::unique_ptr<transport::SocketTransport> sockets_;
   std::vector<transport::Connection*> connections_;  // by peer rank; null when unconnected
+  std::unique_ptr<transport::ShmArena> arena_;       // all ranks on this host only
+  std::unique_ptr<algo::DirectEngine> direct_;
 
-  std::mutex runMutex_;  // guards the turn; held while a collective or a split runs
+  // The turn: ticket t runs once servedTickets_ == t. The holder of a ticket whose turn has
+  // come checks that with one atomic load (the common, uncontended case); only threads that
+  // must wait take the mutex, and the finishing call notifies only when someone waits.
+  std::mutex runMutex_;
   std::condition_variable turnChanged_;
   std::atomic<uint64_t> nextTicket_{0};
-  uint64_t servedTickets_ = 0;  // tickets whose call has finished (or failed)
-  bool busy_ = false;           // a collective or split is running
-  uint64_t sequence_ = 0;
+  std::atomic<uint64_t> servedTickets_{0};  // tickets whose call has finished (or failed)
+  std::atomic<int> turnWaiters_{0};
+  uint64_t sequence_ = 0;  // touched only by the turn holder
   std::atomic<int> pendingAsync_{0};
   std::mutex asyncMutex_;
   std::condition_variable asyncDrained_;
@@ -107,6 +119,7 @@ class Communicator {
   size_t scratchBytes_ = 0;
 
   mutable std::mutex errorMutex_;
+  std::atomic<bool> failed_{false};  // asyncError_ != loomSuccess, readable without the lock
   loomResult_t asyncError_ = loomSuccess;
   std::string asyncMessage_;
 };

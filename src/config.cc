@@ -50,6 +50,17 @@ CommSettings resolveSettings(const loomConfig_t* config) {
   settings.shmSlotBytes = envInteger("LOOM_SHM_SLOT_BYTES", settings.shmSlotBytes, 64, 64L << 20);
   settings.shmSlotBytes = (settings.shmSlotBytes + 63) / 64 * 64;
   settings.shmSlots = static_cast<int>(envInteger("LOOM_SHM_SLOTS", settings.shmSlots, 2, 1024));
+  const std::string algorithm = envString("LOOM_ALGO", "auto");
+  if (algorithm != "auto" && algorithm != "ring") {
+    throwArgument("LOOM_ALGO must be auto or ring, not '" + algorithm + "'");
+  }
+  settings.directDisabled = algorithm == "ring";
+  settings.directEagerBytes = envInteger("LOOM_DIRECT_EAGER_BYTES", settings.directEagerBytes, 0, 64L << 20);
+  settings.directEagerBytes = (settings.directEagerBytes + 63) / 64 * 64;
+  settings.directChunkBytes = envInteger("LOOM_DIRECT_CHUNK_BYTES", settings.directChunkBytes, 4096, 1L << 30);
+  settings.crossMemoryEnabled = envInteger("LOOM_CMA", 0, 0, 1) == 1;
+  settings.streamCopyBytes = envInteger("LOOM_STREAM_COPY_BYTES", settings.streamCopyBytes, 0, INT64_MAX);
+  settings.streamReduceBytes = envInteger("LOOM_STREAM_REDUCE_BYTES", settings.streamReduceBytes, 0, INT64_MAX);
 
   if (config == nullptr) return settings;
   // The first three fields tell us which layout the caller compiled against.

@@ -20,6 +20,14 @@ struct CommSettings {
   size_t pieceBytes = 128 * 1024;   // LOOM_PIECE_BYTES: pipelining granularity
   size_t shmSlotBytes = 128 * 1024; // LOOM_SHM_SLOT_BYTES
   int shmSlots = 8;                 // LOOM_SHM_SLOTS
+  // Direct collectives (all ranks on one host; algorithms/direct_engine.h).
+  bool directDisabled = false;            // LOOM_ALGO=ring: schedules only
+  size_t directEagerBytes = 16 * 1024;    // LOOM_DIRECT_EAGER_BYTES: staged through the arena
+  size_t directChunkBytes = 256 * 1024;   // LOOM_DIRECT_CHUNK_BYTES: single-copy granularity
+  bool crossMemoryEnabled = false;        // LOOM_CMA=1: single-copy process_vm_readv transfers
+  // Messages at least this large write received data with non-temporal stores.
+  size_t streamCopyBytes = 8 << 20;       // LOOM_STREAM_COPY_BYTES
+  size_t streamReduceBytes = 8 << 20;     // LOOM_STREAM_REDUCE_BYTES
 };
 
 // Validates `config` (may be null) and merges it with the environment. Throws
