@@ -49,6 +49,10 @@ class StepSink final : public transport::RecvSink {
   StepSink(char* dst, const char* local, const ExecutionContext& context, size_t elementBytes)
       : dst_(dst), local_(local), context_(context), elementBytes_(elementBytes) {}
 
+  char* destination() override {
+    return local_ == nullptr && !context_.streamCopies ? dst_ : nullptr;
+  }
+
   void deliver(size_t offset, const void* data, size_t bytes) override {
     if (local_ == nullptr) {
       if (context_.streamCopies) {

@@ -89,6 +89,16 @@ void Communicator::connectTransports() {
     neighbours.insert((rank_ + 1) % nranks_);
     neighbours.insert((rank_ - 1 + nranks_) % nranks_);
   }
+  // Decided from data every rank sees, so every rank picks the same piece size.
+  if (settings_.pieceBytes == 0) {
+    bool anySocket = false;
+    for (int r = 0; r < nranks_ && nranks_ > 1; ++r) {
+      const PeerInfo& a = peers[r];
+      const PeerInfo& b = peers[(r + 1) % nranks_];
+      anySocket = anySocket || a.hostHash != b.hostHash || !a.shmAllowed || !b.shmAllowed;
+    }
+    settings_.pieceBytes = anySocket ? size_t{1} << 20 : size_t{128} << 10;
+  }
   std::vector<int> shmPeers, socketPeers;
   for (int peer : neighbours) {
     const PeerInfo& other = peers[peer];

@@ -46,7 +46,8 @@ CommSettings resolveSettings(const loomConfig_t* config) {
   settings.transport = parseTransport(envString("LOOM_TRANSPORT"), "LOOM_TRANSPORT");
   settings.shmDisabled = envInteger("LOOM_SHM_DISABLE", 0, 0, 1) == 1;
   settings.socketsPerPeer = static_cast<int>(envInteger("LOOM_SOCKET_NSOCKS", settings.socketsPerPeer, 1, 16));
-  settings.pieceBytes = envInteger("LOOM_PIECE_BYTES", settings.pieceBytes, 64, 64L << 20);
+  settings.pieceBytes = envInteger("LOOM_PIECE_BYTES", settings.pieceBytes, 0, 64L << 20);
+  if (settings.pieceBytes != 0 && settings.pieceBytes < 64) throwArgument("LOOM_PIECE_BYTES must be 0 (automatic) or at least 64");
   settings.shmSlotBytes = envInteger("LOOM_SHM_SLOT_BYTES", settings.shmSlotBytes, 64, 64L << 20);
   settings.shmSlotBytes = (settings.shmSlotBytes + 63) / 64 * 64;
   settings.shmSlots = static_cast<int>(envInteger("LOOM_SHM_SLOTS", settings.shmSlots, 2, 1024));

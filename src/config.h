@@ -17,7 +17,9 @@ struct CommSettings {
   TransportChoice transport = TransportChoice::Auto;  // LOOM_TRANSPORT / config.netName
   bool shmDisabled = false;      // LOOM_SHM_DISABLE=1
   int socketsPerPeer = 2;        // LOOM_SOCKET_NSOCKS / config.nChannelsPerNetPeer
-  size_t pieceBytes = 128 * 1024;   // LOOM_PIECE_BYTES: pipelining granularity
+  // LOOM_PIECE_BYTES: pipelining granularity; 0 = chosen at init: 128 KiB when every ring
+  // neighbour is reached over shared memory, 1 MiB when any is a socket (fewer, larger sends).
+  size_t pieceBytes = 0;
   size_t shmSlotBytes = 128 * 1024; // LOOM_SHM_SLOT_BYTES
   int shmSlots = 8;                 // LOOM_SHM_SLOTS
   // Direct collectives (all ranks on one host; algorithms/direct_engine.h).
@@ -26,8 +28,8 @@ struct CommSettings {
   size_t directChunkBytes = 256 * 1024;   // LOOM_DIRECT_CHUNK_BYTES: single-copy granularity
   bool crossMemoryEnabled = false;        // LOOM_CMA=1: single-copy process_vm_readv transfers
   // Messages at least this large write received data with non-temporal stores.
-  size_t streamCopyBytes = 8 << 20;       // LOOM_STREAM_COPY_BYTES
-  size_t streamReduceBytes = 8 << 20;     // LOOM_STREAM_REDUCE_BYTES
+  size_t streamCopyBytes = INT64_MAX;     // LOOM_STREAM_COPY_BYTES (default: never)
+  size_t streamReduceBytes = INT64_MAX;   // LOOM_STREAM_REDUCE_BYTES (default: never)
 };
 
 // Validates `config` (may be null) and merges it with the environment. Throws

@@ -115,6 +115,7 @@ bool SocketConnection::progressSend(size_t index) {
 
 bool SocketConnection::progressRecv(size_t index) {
   Lane& lane = lanes_[index];
+  if (char* destination = sink_->destination()) return progressRecvDirect(index, destination);
   size_t budget = kProgressBudget;
   bool moved = false;
   // Invariant: staging holds bytes of a single block, starting at share offset `delivered`
@@ -145,6 +146,28 @@ bool SocketConnection::progressRecv(size_t index) {
     if (lane.staged > 0) {
       std::memmove(lane.staging.data(), lane.staging.data() + deliverable, lane.staged);
     }
+  }
+  return moved;
+}
+
+// A plain copy: the kernel writes the bytes where they belong, no staging and no second copy.
+bool SocketConnection::progressRecvDirect(size_t index, char* destination) {
+  Lane& lane = lanes_[index];
+  size_t budget = kProgressBudget;
+  bool moved = false;
+  while (lane.delivered < lane.recvShare && budget > 0) {
+    const size_t length = runLength(index, lane.delivered, recvBytes_);
+    ssize_t n = ::recv(lane.socket.fd(), destination + messageOffset(index, lane.delivered), length, MSG_DONTWAIT);
+    if (n == 0) fail("receiving from", 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      fail("receiving from", errno);
+    }
+    lane.delivered += static_cast<size_t>(n);
+    recvRemaining_ -= static_cast<size_t>(n);
+    budget -= std::min(budget, static_cast<size_t>(n));
+    moved = true;
   }
   return moved;
 }

@@ -46,6 +46,7 @@ class SocketConnection final : public Connection {
   // How many bytes of a `total`-byte message lane `lane` carries.
   size_t shareOf(size_t lane, size_t total) const;
   // The message offset of byte `shareOffset` of lane `lane`'s share.
+  bool progressRecvDirect(size_t index, char* destination);
   size_t messageOffset(size_t lane, size_t shareOffset) const;
   // Bytes from share offset `shareOffset` to the end of its block (or message).
   size_t runLength(size_t lane, size_t shareOffset, size_t total) const;

@@ -26,6 +26,10 @@ class Doorbell;
 class RecvSink {
  public:
   virtual void deliver(size_t offset, const void* data, size_t bytes) = 0;
+  // Where the message goes when it is only copied (no reduction): a transport that receives
+  // into memory it chooses (sockets) can then receive straight there and call delivered()
+  // instead of deliver(), saving a copy. Null: use deliver().
+  virtual char* destination() { return nullptr; }
 
  protected:
   ~RecvSink() = default;
