@@ -229,6 +229,21 @@ size_t countWrongReduced(const void* buffer, size_t count, const Pattern& patter
   return wrong;
 }
 
+void divideInPlace(void* buffer, size_t count, loomDataType_t type, int divisor) {
+  withStorage(type, [&](auto tag) {
+    using T = decltype(tag);
+    T* values = static_cast<T*>(buffer);
+    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, Bfloat16>) {
+      for (size_t i = 0; i < count; ++i) {
+        values[i] = T::fromFloat(values[i].toFloat() / static_cast<float>(divisor));
+      }
+    } else {
+      // The usual promotions divide int8/uint8 in int, so divisor is never narrowed.
+      for (size_t i = 0; i < count; ++i) values[i] = static_cast<T>(values[i] / divisor);
+    }
+  });
+}
+
 void poison(void* buffer, size_t bytes) { std::memset(buffer, 0xff, bytes); }
 
 }  // namespace loom::perf

@@ -71,6 +71,11 @@ size_t countWrongCopied(const void* buffer, size_t count, const Pattern& pattern
 size_t countWrongReduced(const void* buffer, size_t count, const Pattern& pattern,
                          size_t firstGlobal);
 
+// buffer[i] /= divisor for i < count: how a library without an average op (MPI, Gloo) finishes
+// loomAvg after a sum. Integers truncate, as NCCL's avg does; half/bfloat16 divide in float and
+// round to nearest even.
+void divideInPlace(void* buffer, size_t count, loomDataType_t type, int divisor);
+
 // Fills bytes with 0xff: NaN in float types and -1 / max in integers, never an expected value
 // (they are all small and non-negative), so an output the collective failed to write is wrong.
 void poison(void* buffer, size_t bytes);

@@ -18,23 +18,38 @@ void printHelp(std::FILE* out, const char* tool) {
                "  [-t,--nthreads <num>]        ranks as threads of this process (default 1;\n"
                "                               -t 1 without a launcher (no LOOM_RANK, RANK,\n"
                "                               OMPI_COMM_WORLD_RANK, SLURM_PROCID): one rank)\n"
+               "  [-g,--ngpus <1>]             one rank per thread (the only value)\n"
                "  [-b,--minbytes <min size>]   K/M/G suffixes, powers of 1024 (default 32M)\n"
                "  [-e,--maxbytes <max size>]   (default 32M)\n"
                "  [-i,--stepbytes <increment>] (default 1M)\n"
                "  [-f,--stepfactor <factor>]   multiply sizes by this; overrides -i (default off)\n"
                "  [-n,--iters <count>]         timed iterations per row (default 20)\n"
-               "  [-w,--warmup_iters <count>]  untimed iterations per row (default 1)\n"
-               "  [-c,--check <0/1>]           verify results exactly (default 1)\n"
+               "  [-m,--agg_iters <count>]     calls per timed iteration, issued as one group\n"
+               "                               (default 1)\n"
+               "  [-w,--warmup_iters <count>]  untimed calls per size of the warm-up sweep, which\n"
+               "                               doubles from -b to -e (default 1)\n"
+               "  [-N,--run_cycles <count>]    repeat the sizes of each type/op/root; 0 = forever\n"
+               "                               (default 1)\n"
+               "  [-p,--parallel_init <0/1>]   accepted; init is as parallel as the launcher\n"
+               "  [-c,--check <count>]         checked runs per row, every element exact\n"
+               "                               (default 1; 0 = no check)\n"
                "  [-o,--op <sum/prod/min/max/avg/all>] (default sum)\n"
                "  [-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/"
                "bfloat16/all>] (default float)\n"
-               "  [-r,--root <root|all>]       root of broadcast/reduce (default 0)\n"
+               "  [-r,--root <root|all|-1>]    root of broadcast/reduce; all or -1: every rank\n"
+               "                               in turn (default 0)\n"
+               "  [-z,--blocking <0/1>]        1: barrier after every call, timed (default 0)\n"
+               "  [-y,--stream_null <0/1>]     accepted; calls always use the NULL stream\n"
+               "  [-T,--timeout <seconds>]     bound on any wait (Loom: LOOM_TIMEOUT_MS; Gloo:\n"
+               "                               its context timeout; MPI: none)\n"
+               "  [-G,--cudagraph <0>]         no CUDA graphs on host buffers\n"
+               "  [-C,--report_cputime <0/1>]  accepted; calls are blocking, so CPU time is the\n"
+               "                               reported time\n"
+               "  [-S,--report_timestamps <0/1>] 1: end each row with the time it finished\n"
+               "  [-J,--output_file <file>]    also write the results as JSON\n"
                "  [-a,--average <0/1/2/3>]     time of a row: 0 rank 0, 1 mean, 2 min, 3 max over\n"
                "                               ranks (default 1)\n"
-               "  [-z,--blocking <0/1>]        accepted; calls always complete before returning\n"
-               "  [-N,--cycles <count>]        repeat the whole sweep; 0 = forever (default 1)\n"
-               "  [-T,--timeout <seconds>]     sets LOOM_TIMEOUT_MS before init\n"
-               "  [-J,--output_file <file>]    also write the results as JSON\n"
+               "  [-R,--local_register <0/1/2>] accepted; host buffers need no registration\n"
                "  [-h,--help]\n",
                tool);
 }
@@ -88,25 +103,30 @@ Options parseOptions(int argc, char** argv, const char* tool) {
                                  {"iters", required_argument, nullptr, 'n'},
                                  {"agg_iters", required_argument, nullptr, 'm'},
                                  {"warmup_iters", required_argument, nullptr, 'w'},
+                                 {"run_cycles", required_argument, nullptr, 'N'},
+                                 {"cycles", required_argument, nullptr, 'N'},
                                  {"parallel_init", required_argument, nullptr, 'p'},
                                  {"check", required_argument, nullptr, 'c'},
                                  {"op", required_argument, nullptr, 'o'},
                                  {"datatype", required_argument, nullptr, 'd'},
                                  {"root", required_argument, nullptr, 'r'},
                                  {"blocking", required_argument, nullptr, 'z'},
-                                 {"cudagraph", required_argument, nullptr, 'G'},
-                                 {"average", required_argument, nullptr, 'a'},
-                                 {"cycles", required_argument, nullptr, 'N'},
+                                 {"stream_null", required_argument, nullptr, 'y'},
                                  {"timeout", required_argument, nullptr, 'T'},
+                                 {"cudagraph", required_argument, nullptr, 'G'},
+                                 {"report_cputime", required_argument, nullptr, 'C'},
+                                 {"report_timestamps", required_argument, nullptr, 'S'},
                                  {"output_file", required_argument, nullptr, 'J'},
+                                 {"average", required_argument, nullptr, 'a'},
+                                 {"local_register", required_argument, nullptr, 'R'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   Options options;
   long value = 0;
   optind = 1;
   for (;;) {
-    const int c =
-        getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:p:c:o:d:r:z:G:a:N:T:J:h", kLong, nullptr);
+    const int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:S:J:a:R:h",
+                              kLong, nullptr);
     if (c == -1) break;
     const std::string arg = optarg != nullptr ? optarg : "";
     const std::string bad = std::string("invalid value '") + arg + "' for -" + char(c);
@@ -118,14 +138,30 @@ Options parseOptions(int argc, char** argv, const char* tool) {
       case 'g':  // one rank per thread is all a host build has
         if (!parseInt(optarg, 1, 1, &value)) usageError(tool, "-g: only 1 is supported");
         break;
-      case 'm':  // aggregation of several calls per iteration is not implemented
-        if (!parseInt(optarg, 1, 1, &value)) usageError(tool, "-m: only 1 is supported");
+      case 'm':
+        if (!parseInt(optarg, 1, 1 << 20, &value)) usageError(tool, bad);
+        options.aggIters = static_cast<int>(value);
         break;
       case 'G':  // no CUDA graphs on host buffers
         if (!parseInt(optarg, 0, 0, &value)) usageError(tool, "-G: only 0 is supported");
         break;
-      case 'p':  // accepted: initialisation is always as parallel as the launcher makes it
+      case 'p':
         if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        options.parallelInit = static_cast<int>(value);
+        break;
+      case 'y':  // every call already uses the NULL stream
+        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        break;
+      case 'R':  // host buffers are used as they are; there is nothing to register
+        if (!parseInt(optarg, 0, 2, &value)) usageError(tool, bad);
+        break;
+      case 'C':
+        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        options.reportCpuTime = static_cast<int>(value);
+        break;
+      case 'S':
+        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        options.reportTimestamps = static_cast<int>(value);
         break;
       case 'b':
         if (!parseSize(arg, &options.minBytes)) usageError(tool, bad);
@@ -149,7 +185,7 @@ Options parseOptions(int argc, char** argv, const char* tool) {
         options.warmupIters = static_cast<int>(value);
         break;
       case 'c':
-        if (!parseInt(optarg, 0, 1, &value)) usageError(tool, bad);
+        if (!parseInt(optarg, 0, 1 << 20, &value)) usageError(tool, bad);
         options.check = static_cast<int>(value);
         break;
       case 'o':
@@ -157,9 +193,10 @@ Options parseOptions(int argc, char** argv, const char* tool) {
         break;
       case 'd':
         if (!parseTypeList(arg, &options.types)) usageError(tool, bad);
+        options.allTypes = arg == "all";
         break;
       case 'r':
-        if (arg == "all") {
+        if (arg == "all" || arg == "-1") {
           options.allRoots = true;
         } else {
           if (!parseInt(optarg, 0, 1 << 30, &value)) usageError(tool, bad);

@@ -19,18 +19,23 @@ struct Options {
   size_t stepBytes = size_t{1} << 20;  // used when stepFactor <= 1 (nccl-tests: factor "disabled")
   size_t stepFactor = 1;
   int iters = 20;
-  int warmupIters = 1;
-  int check = 1;
+  int aggIters = 1;     // -m: calls per timed iteration (Loom: issued as one group)
+  int warmupIters = 1;  // -w: per size of the doubling warm-up sweep
+  int check = 1;        // -c: checked runs per row (stops at the first wrong one); 0 = none
   std::vector<loomRedOp_t> ops{loomSum};
   std::vector<loomDataType_t> types{loomFloat32};
-  bool allRoots = false;  // -r all: every rank in turn
+  bool allTypes = false;  // -d all: a backend without some type skips it instead of refusing
+  bool allRoots = false;  // -r all (or -1, as nccl-tests spells it): every rank in turn
   int root = 0;
   TimeAverage average = TimeAverage::kMean;
-  int blocking = 1;  // -z: accepted for compatibility; every call here completes before returning
-  int cycles = 1;    // -N: 0 = run until killed, as in nccl-tests
-  int timeoutSeconds = 0;  // -T: 0 = library default
-  std::string jsonPath;    // -J
-  int threads = 1;         // -t: ranks as threads of this process (loomCommInitAll)
+  int blocking = 0;          // -z 1: a barrier after every call, timed (nccl-tests' blocking mode)
+  int cycles = 1;            // -N: 0 = run until killed, as in nccl-tests
+  int timeoutSeconds = 0;    // -T: 0 = library default
+  int reportCpuTime = 0;     // -C: accepted; calls are blocking, so CPU time is the wall time
+  int reportTimestamps = 0;  // -S 1: each row ends with the time it finished
+  int parallelInit = 0;      // -p: accepted; init is as parallel as the launcher makes it
+  std::string jsonPath;      // -J
+  int threads = 1;           // -t: ranks as threads of this process
 };
 
 // Parses argv. On -h prints the help to stdout and exits 0; on a bad option prints the reason

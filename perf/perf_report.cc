@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <ctime>
+#include <utility>
 
 namespace loom::perf {
 namespace {
@@ -66,25 +68,32 @@ std::string formatTimeUs(double us) {
   return text;
 }
 
-Report::Report(const Collective& collective, const Options& options, int nranks, bool printing)
-    : tool_(std::string(collective.name) + "_perf"),
+Report::Report(std::string tool, const BackendIdentity& backend, const Options& options, int nranks,
+               bool printing)
+    : tool_(std::move(tool)),
+      backend_(backend),
       options_(options),
       nranks_(nranks),
       printing_(printing) {}
 
-void Report::header(const std::vector<RankPlace>& places) {
+void Report::header(const std::vector<RankPlace>& places, const std::string& note) {
   if (!printing_) return;
   const bool factor = options_.stepFactor > 1;
   std::printf("# Collective test starting: %s\n", tool_.c_str());
   std::printf(
       "# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-      "agg iters: 1 validation: %d graph: 0\n",
+      "agg iters: %d validation: %d graph: 0\n",
       options_.threads, options_.minBytes, options_.maxBytes,
       factor ? options_.stepFactor : options_.stepBytes, factor ? "factor" : "bytes",
-      options_.warmupIters, options_.iters, options_.check);
-  std::printf("# Loom %d.%d.%d, %d ranks, host memory; time: %s (-a %d)\n", LOOM_MAJOR, LOOM_MINOR,
-              LOOM_PATCH, nranks_, averageName(options_.average),
-              static_cast<int>(options_.average));
+      options_.warmupIters, options_.iters, options_.aggIters, options_.check);
+  if (options_.blocking) {
+    std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
+  }
+  std::printf("# %s, %d ranks, host memory; time: %s (-a %d)\n", backend_.banner.c_str(), nranks_,
+              averageName(options_.average), static_cast<int>(options_.average));
+  std::printf("# Backend: %s%s%s\n", backend_.name.c_str(), backend_.notes.empty() ? "" : "; ",
+              backend_.notes.c_str());
+  if (!note.empty()) std::printf("# %s\n", note.c_str());
   std::printf("#\n# Using devices\n");
   for (const RankPlace& place : places) {
     std::printf("#  Rank %2d Group  0 Pid %6d on %10.*s device  - [host] host memory\n", place.rank,
@@ -117,6 +126,15 @@ void Report::row(const Row& row) {
     std::printf("  %7s  %6.2f  %6.2f  %5s", formatTimeUs(place->timeUs).c_str(), place->algbw,
                 place->busbw, wrongText(*place).c_str());
   }
+  if (options_.reportTimestamps) {
+    // nccl-tests' -S: when the row finished, local time.
+    char stamp[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
+    std::printf("%21s", stamp);
+  }
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -142,8 +160,10 @@ bool Report::writeJson(uint64_t wrong) const {
     return false;
   }
   double busbwSum = 0;
-  std::fprintf(file, "{\n  \"tool\": %s,\n  \"library\": \"loom %d.%d.%d\",\n  \"nranks\": %d,\n",
-               jsonString(tool_).c_str(), LOOM_MAJOR, LOOM_MINOR, LOOM_PATCH, nranks_);
+  std::fprintf(file,
+               "{\n  \"tool\": %s,\n  \"backend\": %s,\n  \"library\": %s,\n  \"nranks\": %d,\n",
+               jsonString(tool_).c_str(), jsonString(backend_.name).c_str(),
+               jsonString(backend_.library).c_str(), nranks_);
   std::fprintf(file,
                "  \"options\": {\"minbytes\": %zu, \"maxbytes\": %zu, \"stepbytes\": %zu, "
                "\"stepfactor\": %zu, \"iters\": %d, \"warmup_iters\": %d, \"check\": %d, "

@@ -9,18 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "perf/perf_backend.h"
 #include "perf/perf_common.h"
 #include "perf/perf_options.h"
 
 namespace loom::perf {
-
-// Where one rank runs; gathered to rank 0 for the "# Using devices" block.
-struct RankPlace {
-  int32_t rank;
-  int32_t pid;
-  char host[56];
-};
-static_assert(sizeof(RankPlace) == 64, "gathered as 64 int8 elements");
 
 struct PlaceResult {
   double timeUs = 0;
@@ -41,9 +34,12 @@ struct Row {
 
 class Report {
  public:
-  Report(const Collective& collective, const Options& options, int nranks, bool printing);
+  // `tool` is the program's name ("all_reduce_perf", "mpi_all_reduce_perf").
+  Report(std::string tool, const BackendIdentity& backend, const Options& options, int nranks,
+         bool printing);
 
-  void header(const std::vector<RankPlace>& places);
+  // `note`, when not empty, is one more "# " line after the backend's.
+  void header(const std::vector<RankPlace>& places, const std::string& note = "");
   void row(const Row& row);
   // Prints the footers, writes the JSON file; returns the total of wrong elements.
   uint64_t finish();
@@ -54,6 +50,7 @@ class Report {
   bool writeJson(uint64_t wrong) const;
 
   std::string tool_;
+  BackendIdentity backend_;
   const Options& options_;
   int nranks_;
   bool printing_;

@@ -1,0 +1,188 @@
+#include "shm_peer.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "pair_bootstrap.h"
+#include "src/error.h"
+
+namespace loom::micro {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A peer that made no progress for this long has failed; the benchmark reports an error
+// rather than hanging.
+constexpr auto kStallLimit = std::chrono::seconds(20);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string uniquePrefix() {
+  static std::atomic<int> counter{0};
+  return "loom-micro-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+}  // namespace
+
+ShmEndpoint::ShmEndpoint(std::unique_ptr<transport::ShmTransport> transport, int peer,
+                         const PairBootstrap* link)
+    : transport_(std::move(transport)), connection_(transport_->connection(peer)), link_(link) {}
+
+template <typename Done>
+void ShmEndpoint::progressUntil(Done done) {
+  lastProgress_ = Clock::now();
+  int idlePasses = 0;
+  // As the executor: snapshot the doorbell before looking for work, so a ring between the
+  // look and the sleep is not lost.
+  while (true) {
+    const uint32_t bell = transport_->doorbell().snapshot();
+    const bool moved = connection_->progress();
+    if (done()) return;
+    if (moved) {
+      idlePasses = 0;
+      lastProgress_ = Clock::now();
+      continue;
+    }
+    backOff(++idlePasses, bell);
+  }
+}
+
+// The executor's schedule (algorithms/executor.cc): 64 passes of spinning, then yielding up
+// to pass 192, then sleeping on the doorbell for 50 us growing to 10 ms.
+void ShmEndpoint::backOff(int idlePasses, uint32_t bell) {
+  constexpr int kSpinPasses = 64;
+  constexpr int kYieldPasses = 192;
+  if (idlePasses < kSpinPasses) {
+    cpuRelax();
+    return;
+  }
+  if (Clock::now() - lastProgress_ > kStallLimit) {
+    throwRemote("shm peer made no progress for " +
+                std::to_string(std::chrono::seconds(kStallLimit).count()) + " s");
+  }
+  if (idlePasses < kYieldPasses) {
+    sched_yield();
+    return;
+  }
+  if (link_->peerClosed()) throwRemote("the shm peer process has exited");
+  const int sleepUs = std::min(10000, 50 << std::min(8, (idlePasses - kYieldPasses) / 8));
+  transport_->doorbell().sleep(bell, sleepUs);
+}
+
+void ShmEndpoint::send(const void* data, size_t bytes) {
+  connection_->postSend(data, bytes);
+  progressUntil([this] { return connection_->sendDone(); });
+}
+
+void ShmEndpoint::receive(size_t bytes, transport::RecvSink* sink) {
+  connection_->postRecv(bytes, sink);
+  progressUntil([this] { return connection_->recvDone(); });
+}
+
+ShmPairOptions planCpus(bool pin) {
+  ShmPairOptions options;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (!pin || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return options;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (options.parentCpu < 0) {
+      options.parentCpu = cpu;
+    } else {
+      options.childCpu = cpu;
+      return options;
+    }
+  }
+  options.parentCpu = -1;  // a single CPU: pinning both there would only serialize them
+  return options;
+}
+
+void pinToCpu(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    throwSystem("pinning to CPU " + std::to_string(cpu));
+  }
+}
+
+ShmPeerProcess::Child::~Child() {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+ShmPeerProcess::ShmPeerProcess(const ShmPairOptions& options, const ChildMain& childMain) {
+  transport::ShmOptions shm = options.shm;
+  shm.namePrefix = uniquePrefix();
+  int sockets[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+    throwSystem("socketpair for the shm peer process");
+  }
+  const pid_t parent = getpid();
+  child_.pid = ::fork();
+  if (child_.pid < 0) {
+    const int err = errno;
+    ::close(sockets[0]);
+    ::close(sockets[1]);
+    throwSystem("fork of the shm peer process", err);
+  }
+  if (child_.pid == 0) {
+    ::close(sockets[0]);
+    // Die with the parent (a killed benchmark must not leave a child spinning), and leave
+    // without running the parent's atexit handlers or flushing its stdio buffers twice.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(3);
+    int status = 0;
+    try {
+      pinToCpu(options.childCpu);
+      PairBootstrap bootstrap(1, sockets[1]);
+      ShmEndpoint endpoint(transport::createShmTransport(bootstrap, {0}, shm), 0, &bootstrap);
+      childMain(endpoint);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "shm peer process: %s\n", error.what());
+      status = 1;
+    }
+    std::fflush(stderr);
+    _exit(status);
+  }
+  ::close(sockets[1]);
+  bootstrap_ = std::make_unique<PairBootstrap>(0, sockets[0]);
+  endpoint_ = std::make_unique<ShmEndpoint>(transport::createShmTransport(*bootstrap_, {1}, shm), 1,
+                                            bootstrap_.get());
+}
+
+ShmPeerProcess::~ShmPeerProcess() = default;
+
+void ShmPeerProcess::join() {
+  int status = 0;
+  pid_t waited;
+  while ((waited = ::waitpid(child_.pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (waited < 0) throwSystem("waiting for the shm peer process");
+  child_.pid = -1;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throwRemote("shm peer process failed (status " + std::to_string(status) + ")");
+  }
+}
+
+}  // namespace loom::micro
