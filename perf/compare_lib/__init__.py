@@ -1,0 +1,1 @@
+"""Helpers of perf/compare: the plan, running tools, medians, targets, tables and plot."""
