@@ -17,11 +17,9 @@ const char* collectiveName(Collective collective) {
   return "?";
 }
 
-Schedule buildSchedule(const CollectiveShape& shape) {
-  if (shape.nranks < 1 || shape.rank < 0 || shape.rank >= shape.nranks) {
-    throwInternal("buildSchedule: bad rank " + std::to_string(shape.rank) + " of " +
-                  std::to_string(shape.nranks));
-  }
+namespace {
+
+Schedule buildInRankOrder(const CollectiveShape& shape) {
   switch (shape.collective) {
     case Collective::AllReduce: return ringAllReduce(shape);
     case Collective::AllGather: return ringAllGather(shape);
@@ -30,6 +28,63 @@ Schedule buildSchedule(const CollectiveShape& shape) {
     case Collective::Reduce: return chainReduce(shape);
   }
   throwInternal("buildSchedule: unknown collective");
+}
+
+// The generators think in ring positions; this maps a positional schedule back to ranks.
+// Peers become order[peer]. Buffers laid out as one block per rank (all-gather's output,
+// reduce-scatter's input) move block j to block order[j]; a piece never spans two blocks, so
+// each range moves whole. Everything else (all-reduce's chunks, scratch) is private to the
+// schedule and any consistent labelling works.
+Schedule inRingOrder(const CollectiveShape& shape, const std::vector<int>& order) {
+  CollectiveShape positional = shape;
+  positional.ringOrder = nullptr;
+  const auto position = [&](int rank) {
+    return static_cast<int>(std::find(order.begin(), order.end(), rank) - order.begin());
+  };
+  positional.rank = position(shape.rank);
+  positional.root = position(shape.root);
+  Schedule schedule = buildInRankOrder(positional);
+
+  const size_t blockBytes = shape.count * shape.elementBytes;
+  const Buffer blocked = shape.collective == Collective::AllGather       ? Buffer::Recv
+                         : shape.collective == Collective::ReduceScatter ? Buffer::Send
+                                                                         : Buffer::Scratch;
+  const bool relabelBlocks = shape.collective == Collective::AllGather || shape.collective == Collective::ReduceScatter;
+  const auto relabel = [&](Range& range) {
+    if (!relabelBlocks || range.buffer != blocked || range.bytes == 0 || blockBytes == 0) return;
+    const size_t block = range.offset / blockBytes;
+    range.offset = static_cast<size_t>(order[block]) * blockBytes + range.offset % blockBytes;
+  };
+  for (Step& step : schedule.steps) {
+    if (step.peer >= 0) step.peer = order[static_cast<size_t>(step.peer)];
+    relabel(step.dst);
+    relabel(step.src);
+  }
+  return schedule;
+}
+
+bool isIdentity(const std::vector<int>& order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != static_cast<int>(i)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Schedule buildSchedule(const CollectiveShape& shape) {
+  if (shape.nranks < 1 || shape.rank < 0 || shape.rank >= shape.nranks) {
+    throwInternal("buildSchedule: bad rank " + std::to_string(shape.rank) + " of " +
+                  std::to_string(shape.nranks));
+  }
+  if (shape.ringOrder != nullptr && !isIdentity(*shape.ringOrder)) {
+    if (static_cast<int>(shape.ringOrder->size()) != shape.nranks) {
+      throwInternal("buildSchedule: ring order of " + std::to_string(shape.ringOrder->size()) + " ranks for " +
+                    std::to_string(shape.nranks));
+    }
+    return inRingOrder(shape, *shape.ringOrder);
+  }
+  return buildInRankOrder(shape);
 }
 
 Block splitBlock(size_t count, int parts, int index) {

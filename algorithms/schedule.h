@@ -60,9 +60,13 @@ struct CollectiveShape {
   int root = 0;             // broadcast, reduce
   bool average = false;     // op is avg: append Divide steps
   size_t pieceBytes = 256 * 1024;  // pipelining granularity (rounded down to whole elements)
+  // Ring position -> rank (a permutation chosen from the topology); null means rank order.
+  // Generators work on positions; buildSchedule maps peers and rank-indexed blocks back.
+  const std::vector<int>* ringOrder = nullptr;
 };
 
-// Builds this rank's schedule for `shape` (ring or chain, as documented per generator).
+// Builds this rank's schedule for `shape` (ring or chain, as documented per generator), in
+// ring order when shape.ringOrder is set.
 Schedule buildSchedule(const CollectiveShape& shape);
 
 // Generators, one per file.

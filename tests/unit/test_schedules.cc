@@ -2,6 +2,8 @@
 // contributions, each counted once, avg divided once, no deadlock, matching message sizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "algorithms/schedule.h"
 #include "algorithms/simulator.h"
 
@@ -49,6 +51,60 @@ TEST(Schedules, EveryCollectiveAndRankCountIsExact) {
           }
         }
       }
+    }
+  }
+}
+
+// A topology may order the ring differently from the ranks: every collective must still give
+// each rank exactly its promised contributions (all-gather blocks by rank, reduce-scatter's
+// block r on rank r, the root's result at the root).
+TEST(Schedules, EveryCollectiveIsExactInAnyRingOrder) {
+  for (int n = 1; n <= 8; ++n) {
+    std::vector<std::vector<int>> orders;
+    std::vector<int> reversed(static_cast<size_t>(n)), strided;
+    for (int i = 0; i < n; ++i) reversed[static_cast<size_t>(i)] = n - 1 - i;
+    for (int start = 0; start < 2; ++start) {
+      for (int i = start; i < n; i += 2) strided.push_back(i);  // 0 2 4 .. 1 3 5 ..
+    }
+    orders = {reversed, strided};
+    for (const std::vector<int>& order : orders) {
+      for (Collective collective : kCollectives) {
+        for (size_t count : {size_t{1}, static_cast<size_t>(n + 1), size_t{100}}) {
+          for (bool inPlace : {false, true}) {
+            const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+            for (int root : rooted ? std::vector<int>{0, n - 1} : std::vector<int>{0}) {
+              CollectiveShape shape;
+              shape.collective = collective;
+              shape.nranks = n;
+              shape.count = count;
+              shape.root = root;
+              shape.average = collective == Collective::AllReduce || collective == Collective::ReduceScatter;
+              shape.pieceBytes = 8 * 16;
+              shape.ringOrder = &order;
+              checkShape(shape, inPlace);
+              if (HasFailure()) return;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedules, RingInRingOrderTalksOnlyToRingNeighbours) {
+  const std::vector<int> order = {0, 2, 4, 6, 1, 3, 5, 7};
+  for (int rank = 0; rank < 8; ++rank) {
+    CollectiveShape shape;
+    shape.nranks = 8;
+    shape.rank = rank;
+    shape.count = 1000;
+    shape.ringOrder = &order;
+    const size_t position = static_cast<size_t>(std::find(order.begin(), order.end(), rank) - order.begin());
+    const int next = order[(position + 1) % 8];
+    const int previous = order[(position + 7) % 8];
+    for (const Step& step : buildSchedule(shape).steps) {
+      if (step.kind == StepKind::Send) EXPECT_EQ(step.peer, next);
+      if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) EXPECT_EQ(step.peer, previous);
     }
   }
 }

@@ -1,0 +1,127 @@
+#include "topology/rank_order.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+namespace loom::topology {
+namespace {
+
+int readInt(const std::string& path, int fallback) {
+  std::ifstream in(path);
+  int value = fallback;
+  if (!(in >> value)) return fallback;
+  return value;
+}
+
+// The NUMA node directory a cpu links to: /sys/devices/system/cpu/cpuN/nodeM.
+int numaOfCpu(const std::string& sysfsRoot, int cpu) {
+  const std::string base = sysfsRoot + "/devices/system/node/node";
+  for (int node = 0; node < 1024; ++node) {
+    std::ifstream list(base + std::to_string(node) + "/cpulist");
+    if (!list) {
+      if (node > 64) break;  // nodes may be sparse, but not that sparse
+      continue;
+    }
+    std::string text;
+    std::getline(list, text);
+    // "0-3,8-11"
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find(',', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string part = text.substr(start, end - start);
+      const size_t dash = part.find('-');
+      try {
+        const int low = std::stoi(part.substr(0, dash));
+        const int high = dash == std::string::npos ? low : std::stoi(part.substr(dash + 1));
+        if (cpu >= low && cpu <= high) return node;
+      } catch (const std::exception&) {
+        break;
+      }
+      start = end + 1;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+RankPlace placeThisProcess(uint64_t hostHash, const std::string& sysfsRoot) {
+  RankPlace place;
+  place.hostHash = hostHash;
+  // Bound to CPUs of one node: that node. Otherwise the CPU we run on now — a hint only, but
+  // the best there is for an unbound process.
+  int cpu = -1;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+    int node = -2;
+    for (int c = 0; c < CPU_SETSIZE && node != -1; ++c) {
+      if (!CPU_ISSET(c, &mask)) continue;
+      const int cNode = numaOfCpu(sysfsRoot, c);
+      if (node == -2) {
+        node = cNode;
+        cpu = c;
+      } else if (cNode != node) {
+        node = -1;
+      }
+    }
+    if (node == -1) cpu = sched_getcpu();
+  }
+  if (cpu < 0) cpu = sched_getcpu();
+  if (cpu < 0) return place;
+  place.numaNode = numaOfCpu(sysfsRoot, cpu);
+  place.package = readInt(sysfsRoot + "/devices/system/cpu/cpu" + std::to_string(cpu) +
+                              "/topology/physical_package_id", -1);
+  return place;
+}
+
+RingOrder chooseRingOrder(const std::vector<RankPlace>& places, const Graph* ring, int topologyGpus) {
+  RingOrder order;
+  const int nranks = static_cast<int>(places.size());
+  // Hosts in order of their lowest rank.
+  std::vector<uint64_t> hosts;
+  std::map<uint64_t, std::vector<int>> ranksOfHost;
+  for (int r = 0; r < nranks; ++r) {
+    const uint64_t host = places[static_cast<size_t>(r)].hostHash;
+    if (ranksOfHost.find(host) == ranksOfHost.end()) hosts.push_back(host);
+    ranksOfHost[host].push_back(r);
+  }
+  const bool useGpus = ring != nullptr && !ring->channels.empty() && !ring->channels[0].gpus.empty();
+  bool allGpu = true;
+  for (uint64_t host : hosts) {
+    std::vector<int> local = ranksOfHost[host];  // by rank: local index i = i-th rank of the host
+    const bool gpuMapped = useGpus && static_cast<int>(local.size()) <= topologyGpus;
+    if (gpuMapped) {
+      // Local index i is GPU dev i; follow channel 0's order over the devs this host uses.
+      for (int dev : ring->channels[0].gpus) {
+        if (dev >= 0 && dev < static_cast<int>(local.size())) order.ranks.push_back(local[static_cast<size_t>(dev)]);
+      }
+    } else {
+      allGpu = false;
+      std::stable_sort(local.begin(), local.end(), [&](int a, int b) {
+        const RankPlace& pa = places[static_cast<size_t>(a)];
+        const RankPlace& pb = places[static_cast<size_t>(b)];
+        return std::tie(pa.package, pa.numaNode) < std::tie(pb.package, pb.numaNode);
+      });
+      order.ranks.insert(order.ranks.end(), local.begin(), local.end());
+    }
+  }
+  if (static_cast<int>(order.ranks.size()) != nranks) {
+    // A channel that does not cover every local index (a graph file for another machine):
+    // fall back to CPU order rather than leave a rank out.
+    RingOrder fallback = chooseRingOrder(places, nullptr, 0);
+    fallback.reason = "topology ring does not cover this host's ranks; " + fallback.reason;
+    return fallback;
+  }
+  order.reason = allGpu ? "ranks follow the topology's ring (local rank i = GPU dev i)"
+                        : (useGpus ? "more ranks than topology GPUs on a host: CPU package/NUMA order"
+                                   : "CPU ranks by host, package, NUMA node");
+  return order;
+}
+
+}  // namespace loom::topology
