@@ -15,6 +15,8 @@
 #include "kernels/host_reduce.h"
 #include "log.h"
 #include "topology/host_identity.h"
+#include "topology/rank_order.h"
+#include "topology/topology_engine.h"
 #include "transport/cross_memory.h"
 
 namespace loom {
@@ -31,6 +33,9 @@ struct Communicator::PeerInfo {
   uint64_t directEagerBytes;  // so must the direct collectives
   uint64_t directChunkBytes;
   uint64_t crossMemoryProbe;  // address of a word peers try to read with process_vm_readv
+  uint64_t topologyDigest;    // rings from LOOM_TOPO_FILE / LOOM_GRAPH_FILE; 0 without
+  int32_t package;            // CPU socket and NUMA node this rank runs on (-1 unknown)
+  int32_t numaNode;
 };
 
 Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings)
@@ -69,6 +74,11 @@ void Communicator::connectTransports() {
   mine.directEagerBytes = settings_.directEagerBytes;
   mine.directChunkBytes = settings_.directChunkBytes;
   mine.crossMemoryProbe = transport::crossMemoryProbeAddress();
+  loadTopology();
+  mine.topologyDigest = topologyDigest();
+  const topology::RankPlace place = topology::placeThisProcess(mine.hostHash);
+  mine.package = place.package;
+  mine.numaNode = place.numaNode;
   bootstrap_->allGather(peers.data(), sizeof(PeerInfo));
   auto requireSame = [&](const char* variable, uint64_t PeerInfo::*field) {
     for (int peer = 0; peer < nranks_; ++peer) {
@@ -82,19 +92,26 @@ void Communicator::connectTransports() {
   requireSame("LOOM_PIECE_BYTES", &PeerInfo::pieceBytes);
   requireSame("LOOM_DIRECT_EAGER_BYTES", &PeerInfo::directEagerBytes);
   requireSame("LOOM_DIRECT_CHUNK_BYTES", &PeerInfo::directChunkBytes);
+  requireSame("the ring from LOOM_TOPO_FILE/LOOM_GRAPH_FILE (digest)", &PeerInfo::topologyDigest);
+  std::vector<topology::RankPlace> places(peers.size());
+  for (size_t r = 0; r < peers.size(); ++r) {
+    places[r] = topology::RankPlace{peers[r].hostHash, peers[r].package, peers[r].numaNode};
+  }
+  planRing(places);
 
-  // Ring and chain algorithms talk to the two neighbours; connect each once.
+  // Ring and chain algorithms talk to the two ring neighbours; connect each once.
   std::set<int> neighbours;
+  const int position = static_cast<int>(std::find(ringOrder_.begin(), ringOrder_.end(), rank_) - ringOrder_.begin());
   if (nranks_ > 1) {
-    neighbours.insert((rank_ + 1) % nranks_);
-    neighbours.insert((rank_ - 1 + nranks_) % nranks_);
+    neighbours.insert(ringOrder_[(position + 1) % nranks_]);
+    neighbours.insert(ringOrder_[(position - 1 + nranks_) % nranks_]);
   }
   // Decided from data every rank sees, so every rank picks the same piece size.
   if (settings_.pieceBytes == 0) {
     bool anySocket = false;
-    for (int r = 0; r < nranks_ && nranks_ > 1; ++r) {
-      const PeerInfo& a = peers[r];
-      const PeerInfo& b = peers[(r + 1) % nranks_];
+    for (int p = 0; p < nranks_ && nranks_ > 1; ++p) {
+      const PeerInfo& a = peers[ringOrder_[p]];
+      const PeerInfo& b = peers[ringOrder_[(p + 1) % nranks_]];
       anySocket = anySocket || a.hostHash != b.hostHash || !a.shmAllowed || !b.shmAllowed;
     }
     settings_.pieceBytes = anySocket ? size_t{1} << 20 : size_t{128} << 10;
@@ -324,6 +341,7 @@ void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
   shape.root = call.root;
   shape.average = call.op == loomAvg && nranks_ > 1;
   shape.pieceBytes = settings_.pieceBytes;
+  shape.ringOrder = &ringOrder_;
   const algo::Schedule& schedule = scheduleFor(call, shape);
 
   algo::ExecutionBuffers buffers{call.send, call.recv, nullptr};

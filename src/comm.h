@@ -25,6 +25,10 @@
 #include "transport/socket_transport.h"
 
 namespace loom {
+namespace topology {
+struct TopologyResult;
+struct RankPlace;
+}
 
 struct CollectiveCall {
   algo::Collective collective = algo::Collective::AllReduce;
@@ -77,6 +81,11 @@ class Communicator {
  private:
   struct PeerInfo;
   void connectTransports();
+  // comm_topology.cc: the machine model when asked for (LOOM_TOPO_FILE and friends), and the
+  // ring order every rank agrees on.
+  void loadTopology();
+  uint64_t topologyDigest() const;
+  void planRing(const std::vector<topology::RankPlace>& places);
   void setUpDirect(const std::vector<PeerInfo>& peers);
   void waitForTurn(uint64_t ticket, const CollectiveCall& call);
   void endTurn(uint64_t ticket);
@@ -97,6 +106,9 @@ class Communicator {
   std::vector<transport::Connection*> connections_;  // by peer rank; null when unconnected
   std::unique_ptr<transport::ShmArena> arena_;       // all ranks on this host only
   std::unique_ptr<algo::DirectEngine> direct_;
+  std::unique_ptr<topology::TopologyResult> topology_;  // null unless a topology was asked for
+  std::vector<int> ringOrder_;  // ring position -> rank; ring and chain schedules follow it
+  int ringChannels_ = 1;        // channels the topology search found (the host path runs one)
 
   // The turn: ticket t runs once servedTickets_ == t. The holder of a ticket whose turn has
   // come checks that with one atomic load (the common, uncontended case); only threads that
