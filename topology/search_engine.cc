@@ -418,7 +418,12 @@ Graph Searcher::run() {
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
           options_.timeLimitSeconds > 0 ? options_.timeLimitSeconds : 1.0));
-  if (gpus_.empty()) return Graph{};  // CPU-only: the communicator orders CPU ranks itself
+  if (gpus_.empty()) {  // CPU-only: the communicator orders CPU ranks itself
+    Graph empty;
+    empty.pattern = shape_.pattern;
+    empty.id = shape_.pattern == Pattern::Ring ? 0 : 1;
+    return empty;
+  }
   std::vector<NodeChannel> best;
   double bestSpeed = 0;
   PathType bestType = PathType::Dis;

@@ -56,5 +56,9 @@ XmlElement topologyToXml(const System& system);
 // switches folded into it (comma separated, first seen first).
 inline constexpr const char* kNvSwitchExtraElement = "nvswitch";
 inline constexpr const char* kNvSwitchExtraBusIds = "busids";
+// Node::extra mark of a Net node the reader added for a NIC the file lists without <net>
+// (partial files; see inferMissingNets in topo_xml_reader.cc). The writer leaves such nets out.
+inline constexpr const char* kInferredNetElement = "net";
+inline constexpr const char* kInferredNetAttribute = "inferred";
 
 }  // namespace loom::topology

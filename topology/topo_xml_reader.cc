@@ -86,10 +86,34 @@ class TopologyReader {
     resolveGpuLinks();
     resolveC2c();
     resolvePciLinks();
+    inferMissingNets();
     return orderGpusByDev();
   }
 
  private:
+  // Partial files (Azure ND v2/v4/v5, AWS p4d) list NICs as bare <pci class="0x02....">: NCCL
+  // finds their ports at run time from the network plugin. So that such a machine still has
+  // somewhere for multi-node channels to enter and leave, each NIC without a <net> gets one
+  // port of unknown speed (netBandwidth's default), numbered after the declared ones and
+  // marked extra["net"]["inferred"] so the writer leaves it out and a dump stays the file.
+  void inferMissingNets() {
+    int nextDev = 0;
+    for (int index : system_.nodesOfType(NodeType::Net)) nextDev = std::max(nextDev, system_.node(index).net.dev + 1);
+    for (int nic : system_.nodesOfType(NodeType::Nic)) {
+      bool hasNet = false;
+      for (const Link& link : system_.node(nic).links) hasNet = hasNet || system_.node(link.to).type == NodeType::Net;
+      if (hasNet) continue;
+      Node net;
+      net.type = NodeType::Net;
+      net.net.name = "inferred-" + system_.node(nic).pci.busId;
+      net.net.dev = nextDev++;
+      net.net.gdr = true;  // unknown until run time; GPUDirect is what such NICs are there for
+      net.extra[kInferredNetElement][kInferredNetAttribute] = "1";
+      const int netIndex = system_.addNode(std::move(net));
+      system_.connect(nic, netIndex, LinkType::Network, netBandwidth(0));
+    }
+  }
+
   [[noreturn]] void fail(const XmlElement& element, const std::string& what) const {
     throwArgument(source_ + ":" + std::to_string(element.line) + ": " + what);
   }

@@ -114,7 +114,7 @@ class TopologyWriter {
     for (const Link& link : parent.links) {
       const Node& child = s_.node(link.to);
       if (link.type == LinkType::Network && child.type == NodeType::Net) {
-        if (!element) continue;
+        if (!element || isInferred(child)) continue;
         if (nic == kNone) {
           openNic(parent, *element);
           nic = element->children.size() - 1;
@@ -269,6 +269,11 @@ class TopologyWriter {
     }
     e.setAttribute("count", "1");
     e.setAttribute("bw", formatNumber(link.bandwidth * bandwidth::kC2cMBpsPerGBps));
+  }
+
+  static bool isInferred(const Node& net) {
+    const auto element = net.extra.find(kInferredNetElement);
+    return element != net.extra.end() && element->second.count(kInferredNetAttribute) > 0;
   }
 
   static void writeNet(const Node& net, XmlElement& e) {

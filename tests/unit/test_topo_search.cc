@@ -16,6 +16,14 @@
 namespace loom::topology {
 namespace {
 
+// The acceptance bound is 1 s per search on an optimised build; sanitizer and debug builds run
+// the same iterations several times slower.
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+constexpr double kSearchSeconds = 30.0;
+#else
+constexpr double kSearchSeconds = 1.0;
+#endif
+
 std::string dataDir() {
   const char* dir = std::getenv("LOOM_TEST_DATA");
   return dir ? std::string(dir) : std::string("tests/data");
@@ -310,7 +318,7 @@ TEST(TopoSearch, DeterministicAndFastOn16Gpus) {
     const Graph firstTree = searchTrees(*machine, paths, SearchOptions{});
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 1.0);
+    EXPECT_LT(seconds, kSearchSeconds);
     ASSERT_GE(first.nChannels, 1);
     expectEveryGpuOnce(first, 16);
     expectSameGraph(first, searchRings(*machine, paths, SearchOptions{}));
@@ -322,7 +330,8 @@ TEST(TopoSearch, DeterministicAndFastOn16Gpus) {
   const auto start = std::chrono::steady_clock::now();
   const Graph ring = searchRings(fabric, fabricPaths, SearchOptions{});
   searchTrees(fabric, fabricPaths, SearchOptions{});
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            kSearchSeconds);
   EXPECT_NEAR(ring.nChannels * ring.bwIntra, 450, 1e-6);
 }
 
@@ -346,7 +355,7 @@ TEST(TopoSearch, RealFilesYieldRingsAndTrees) {
       const Graph tree = searchTrees(system, paths, options);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      EXPECT_LT(seconds, 1.0) << "nodes " << nodes;
+      EXPECT_LT(seconds, kSearchSeconds) << "nodes " << nodes;
       std::printf("%-50s nodes %d: ring %2d x %6.2f GB/s %s/%s, tree %2d x %6.2f GB/s %s, %.3f s\n",
                   name.c_str(), nodes, ring.nChannels, ring.bwIntra, pathTypeName(ring.typeIntra),
                   pathTypeName(ring.typeInter), tree.nChannels, tree.bwIntra,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -254,13 +255,14 @@ struct ExpectedCounts {
 };
 
 TEST(TopoXml, RealFilesHaveTheCountsTheyDescribe) {
-  // Read from the files by eye (see tests/data/topo/real/SOURCES.md for what each is).
+  // Read from the files by eye (see tests/data/topo/real/SOURCES.md for what each is). NICs
+  // listed without <net> (Azure ND, AWS p4d) get one inferred port each.
   const ExpectedCounts expected[] = {
-      {"azure-ndv2-v100x8.xml", 2, 8, 1, 0, 0},
-      {"azure-ndv4-a100x8.xml", 4, 8, 8, 0, 0},
+      {"azure-ndv2-v100x8.xml", 2, 8, 1, 1, 0},
+      {"azure-ndv4-a100x8.xml", 4, 8, 8, 8, 0},
       {"azure-ncv4-a100x4-pcie.xml", 4, 4, 1, 1, 0},
       {"azure-ncv4-a100x4-nvlinkpairs-2023.xml", 4, 4, 1, 1, 0},
-      {"aws-p4d.24xlarge-a100x8-efa4.xml", 2, 8, 4, 0, 0},
+      {"aws-p4d.24xlarge-a100x8-efa4.xml", 2, 8, 4, 4, 0},
       {"aws-p5.48xlarge-h100x8-efa32-pcionly.xml", 2, 0, 0, 0, 0},  // nothing classified
       {"aws-g5.48xlarge-a10gx8-pcionly.xml", 2, 0, 0, 0, 0},
       {"simai-hgx-a100x8-5nic-bond.xml", 2, 8, 5, 5, 1},
@@ -279,6 +281,21 @@ TEST(TopoXml, RealFilesHaveTheCountsTheyDescribe) {
     EXPECT_EQ(countOf(s, NodeType::Net), e.nets);
     EXPECT_EQ(countOf(s, NodeType::NvSwitch), e.nvSwitches);
   }
+}
+
+TEST(TopoXml, NicsWithoutNetGetOneInferredPortThatDumpsLeaveOut) {
+  const System s = loadReal("azure-ndv4-a100x8.xml");
+  std::set<int> devs;
+  for (int net : s.nodesOfType(NodeType::Net)) {
+    const Node& node = s.node(net);
+    EXPECT_EQ(node.extra.at(kInferredNetElement).at(kInferredNetAttribute), "1");
+    devs.insert(node.net.dev);
+  }
+  EXPECT_EQ(devs, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // The dump describes the file, not the inference: no <net>, and it reads back equal.
+  const std::string dump = writeTopologyXml(s);
+  EXPECT_EQ(dump.find("<net"), std::string::npos) << dump;
+  EXPECT_EQ(compareSystems(s, parseTopologyXml(dump, "dump")), "");
 }
 
 TEST(TopoXml, P5UnclassifiedLeavesStayPciNodes) {
