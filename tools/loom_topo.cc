@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <memory>
 #include <string>
 
 #include "src/error.h"
@@ -131,17 +133,48 @@ void writeDotFile(const Options& options, const loom::tools::TopoView& view) {
 
 }  // namespace
 
+// An NCCL graph file (root <graphs>) given as --file: shown on its own, with no machine.
+bool isGraphFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The first element, skipping the declaration and comments.
+  size_t at = 0;
+  while ((at = text.find('<', at)) != std::string::npos) {
+    if (text.compare(at, 4, "<!--") == 0) {
+      at = text.find("-->", at);
+      if (at == std::string::npos) return false;
+    } else if (text.compare(at, 2, "<?") == 0) {
+      ++at;
+    } else {
+      return text.compare(at, 7, "<graphs") == 0;
+    }
+  }
+  return false;
+}
+
+std::unique_ptr<loom::topology::TopologyResult> analyze(const Options& options) {
+  if (!options.request.topoFile.empty() && isGraphFile(options.request.topoFile)) {
+    loom::topology::TopologyRequest request = options.request;
+    request.graphFile = request.topoFile;
+    request.topoFile.clear();
+    loom::topology::System none;
+    none.source = options.request.topoFile + " (an NCCL graph file: rings and trees, no machine)";
+    return loom::topology::analyzeSystem(std::move(none), request);
+  }
+  return loom::topology::analyzeTopology(options.request);
+}
+
 int main(int argc, char** argv) {
   const Options options = parseOptions(argc, argv);
   std::unique_ptr<loom::topology::TopologyResult> result;
   try {
-    result = loom::topology::analyzeTopology(options.request);
+    result = analyze(options);
   } catch (const std::exception& error) {
     std::cerr << "loom-topo: cannot load topology: " << loadErrorMessage(error.what(), options)
               << "\n";
     return kExitLoadError;
   }
-  const loom::tools::TopoView view{*result, options.request.nodes};
+  const loom::tools::TopoView view{*result, options.request.nodes, loom::tools::gpusPerNode(*result)};
   try {
     if (options.dotFile == "-") {
       // The picture owns stdout; a report would corrupt it.

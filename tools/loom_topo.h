@@ -15,7 +15,11 @@ namespace loom::tools {
 struct TopoView {
   const topology::TopologyResult& result;
   int nodes = 1;  // identical nodes the rings and trees span (--nodes)
+  // GPUs per node for channelRanks: the model's GPUs, or, for a graph file shown on its own,
+  // the highest GPU dev its channels name + 1 (0: no GPU anywhere).
+  int gpusPerNode = 0;
 };
+int gpusPerNode(const topology::TopologyResult& result);
 
 // The display hierarchy of the machine: CPUs at the top, PCI switches, GPUs and NICs below them
 // by PCI links, a NIC's network ports below it. parent[i] is -1 for roots (CPUs, and anything

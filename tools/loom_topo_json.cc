@@ -175,7 +175,7 @@ std::string treeLinksJson(const topology::TreeLinks& tree) {
 }
 
 std::string graphJson(const Graph& graph, const TopoView& view, bool withDoubleTree) {
-  const int gpus = gpuCount(view.result.system);
+  const int gpus = view.gpusPerNode;
   std::vector<std::vector<int>> ranks, devs;
   std::vector<int> netIn, netOut;
   for (size_t c = 0; c < graph.channels.size(); ++c) {

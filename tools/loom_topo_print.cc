@@ -192,7 +192,7 @@ void printPathMatrix(std::ostream& out, const TopoView& view) {
 }
 
 void printGraph(std::ostream& out, const char* title, const Graph& graph, const TopoView& view) {
-  const int gpus = gpuCount(view.result.system);
+  const int gpus = view.gpusPerNode;
   if (gpus == 0 && graph.channels.empty()) {
     out << "\n"
         << title << ": none (no GPUs in this model; CPU ranks are ordered by socket and"
@@ -242,6 +242,17 @@ std::string formatNumber(double value) {
   while (out.back() == '0') out.pop_back();
   if (out.back() == '.') out.pop_back();
   return out == "-0" ? "0" : out;
+}
+
+int gpusPerNode(const topology::TopologyResult& result) {
+  int count = gpuCount(result.system);
+  if (count > 0) return count;
+  for (const topology::Graph* graph : {&result.ring, &result.tree}) {
+    for (const topology::Channel& channel : graph->channels) {
+      for (int dev : channel.gpus) count = std::max(count, dev + 1);
+    }
+  }
+  return count;
 }
 
 int gpuCount(const System& system) {

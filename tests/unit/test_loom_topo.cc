@@ -567,6 +567,20 @@ TEST(GraphXml, ReadsTheAzureNcv4VendorFile) {
   expectSameGraphs(graphs, topology::parseGraphXml(topology::writeGraphXml(graphs), "again"));
 }
 
+// Every file in the shared collection must work with --file, the vendor graph file too: it is
+// shown on its own (rings and trees from the file, no machine).
+TEST_F(LoomTopoTool, AGraphFileAsFileShowsItsRingsAndTrees) {
+  const fs::path file = fs::path(dataDir()) / "topo" / "real" / "azure-ncv4-a100x4-pcie.graph.xml";
+  if (!fs::exists(file)) GTEST_SKIP() << file << " not present";
+  const RunResult run = runTool({"--file", file.string(), "--json"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const Json root = parseJson(run.out);
+  EXPECT_TRUE(root.at("system").at("nodes").items.empty());
+  EXPECT_EQ(intList(root.at("ring").at("channels").items[1]), (std::vector<int>{0, 3, 2, 1}));
+  EXPECT_EQ(root.at("ring").at("nChannels").number, 2);
+  EXPECT_EQ(root.at("tree").at("pattern").text, "BALANCED_TREE");
+}
+
 TEST(GraphXml, RejectsMalformedInput) {
   auto graph = [](const std::string& attributes, const std::string& body) {
     return "<graphs><graph id=\"0\" " + attributes + ">" + body + "</graph></graphs>";
