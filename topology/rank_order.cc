@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <tuple>
@@ -17,18 +18,23 @@ int readInt(const std::string& path, int fallback) {
   return value;
 }
 
-// The NUMA node directory a cpu links to: /sys/devices/system/cpu/cpuN/nodeM.
-int numaOfCpu(const std::string& sysfsRoot, int cpu) {
-  const std::string base = sysfsRoot + "/devices/system/node/node";
-  for (int node = 0; node < 1024; ++node) {
-    std::ifstream list(base + std::to_string(node) + "/cpulist");
-    if (!list) {
-      if (node > 64) break;  // nodes may be sparse, but not that sparse
+// cpu -> NUMA node, from /sys/devices/system/node/node*/cpulist ("0-3,8-11"), read once.
+std::map<int, int> numaOfCpus(const std::string& sysfsRoot) {
+  std::map<int, int> nodeOf;
+  std::error_code error;
+  const std::filesystem::path base = std::filesystem::path(sysfsRoot) / "devices/system/node";
+  for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("node", 0) != 0 || name.size() == 4) continue;
+    int node = -1;
+    try {
+      node = std::stoi(name.substr(4));
+    } catch (const std::exception&) {
       continue;
     }
+    std::ifstream list(entry.path() / "cpulist");
     std::string text;
     std::getline(list, text);
-    // "0-3,8-11"
     size_t start = 0;
     while (start < text.size()) {
       size_t end = text.find(',', start);
@@ -38,14 +44,14 @@ int numaOfCpu(const std::string& sysfsRoot, int cpu) {
       try {
         const int low = std::stoi(part.substr(0, dash));
         const int high = dash == std::string::npos ? low : std::stoi(part.substr(dash + 1));
-        if (cpu >= low && cpu <= high) return node;
+        for (int cpu = low; cpu <= high && cpu < CPU_SETSIZE; ++cpu) nodeOf[cpu] = node;
       } catch (const std::exception&) {
         break;
       }
       start = end + 1;
     }
   }
-  return -1;
+  return nodeOf;
 }
 
 }  // namespace
@@ -55,6 +61,11 @@ RankPlace placeThisProcess(uint64_t hostHash, const std::string& sysfsRoot) {
   place.hostHash = hostHash;
   // Bound to CPUs of one node: that node. Otherwise the CPU we run on now — a hint only, but
   // the best there is for an unbound process.
+  const std::map<int, int> nodeOf = numaOfCpus(sysfsRoot);
+  const auto numaOfCpu = [&](int c) {
+    const auto found = nodeOf.find(c);
+    return found == nodeOf.end() ? -1 : found->second;
+  };
   int cpu = -1;
   cpu_set_t mask;
   CPU_ZERO(&mask);
@@ -62,7 +73,7 @@ RankPlace placeThisProcess(uint64_t hostHash, const std::string& sysfsRoot) {
     int node = -2;
     for (int c = 0; c < CPU_SETSIZE && node != -1; ++c) {
       if (!CPU_ISSET(c, &mask)) continue;
-      const int cNode = numaOfCpu(sysfsRoot, c);
+      const int cNode = numaOfCpu(c);
       if (node == -2) {
         node = cNode;
         cpu = c;
@@ -74,7 +85,7 @@ RankPlace placeThisProcess(uint64_t hostHash, const std::string& sysfsRoot) {
   }
   if (cpu < 0) cpu = sched_getcpu();
   if (cpu < 0) return place;
-  place.numaNode = numaOfCpu(sysfsRoot, cpu);
+  place.numaNode = numaOfCpu(cpu);
   place.package = readInt(sysfsRoot + "/devices/system/cpu/cpu" + std::to_string(cpu) +
                               "/topology/physical_package_id", -1);
   return place;
