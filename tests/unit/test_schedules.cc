@@ -103,8 +103,12 @@ TEST(Schedules, RingInRingOrderTalksOnlyToRingNeighbours) {
     const int next = order[(position + 1) % 8];
     const int previous = order[(position + 7) % 8];
     for (const Step& step : buildSchedule(shape).steps) {
-      if (step.kind == StepKind::Send) EXPECT_EQ(step.peer, next);
-      if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) EXPECT_EQ(step.peer, previous);
+      if (step.kind == StepKind::Send) {
+        EXPECT_EQ(step.peer, next);
+      }
+      if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) {
+        EXPECT_EQ(step.peer, previous);
+      }
     }
   }
 }
