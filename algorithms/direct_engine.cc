@@ -127,6 +127,7 @@ void DirectEngine::awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64
   policy.abortFlag = abortFlag_;
   policy.spins = settings_.oversubscribed ? 0 : 2048;
   policy.describe = describe;
+  policy.peerPids = &pids_;  // any dead rank on this host fails the wait, not only `peer`
   waitForFlag(flag, target, peer, pids_[peer], what, policy);
 }
 

@@ -2,13 +2,10 @@
 
 #include <linux/futex.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <string>
 
 #include "src/error.h"
@@ -43,25 +40,6 @@ void wakeSleepers(transport::DoorbellWord& doorbell) {
   futex(&doorbell.sequence, FUTEX_WAKE, INT32_MAX, nullptr);
 }
 
-bool processDead(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  // A killed child stays a zombie until its parent reaps it; it will never post again.
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  std::FILE* file = std::fopen(path, "r");
-  if (file == nullptr) return false;
-  char state = 0;
-  // "pid (comm) S ...": comm may hold spaces and parentheses, so find the last ')'.
-  char line[512];
-  const size_t length = std::fread(line, 1, sizeof(line) - 1, file);
-  std::fclose(file);
-  line[length] = '\0';
-  const std::string text(line);
-  const size_t close = text.rfind(')');
-  if (close != std::string::npos && close + 2 < text.size()) state = text[close + 2];
-  return state == 'Z' || state == 'X';
-}
-
 void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, pid_t peerPid,
                  const char* what, const WaitPolicy& policy) {
   // The peer is usually just behind: spin on the cache line first.
@@ -94,9 +72,15 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
     if (now - lastProgressCheck > std::chrono::milliseconds(100)) {
       lastProgressCheck = now;
       if (flag.load(std::memory_order_acquire) >= target) return;
-      if (processDead(peerPid)) {
-        throw Error(loomRemoteError, policy.describe() + ": rank " + std::to_string(peer) + " (pid " +
-                                         std::to_string(peerPid) + ") died; waited for its " + what);
+      // Every dead rank, not only the awaited one: that one may have exited after failing
+      // because of an earlier death, which the message must still name.
+      const std::vector<DeadPeer> dead =
+          policy.peerPids != nullptr ? findDeadPeers(*policy.peerPids)
+          : processDead(peerPid)     ? std::vector<DeadPeer>{DeadPeer{peer, peerPid}}
+                                     : std::vector<DeadPeer>{};
+      if (!dead.empty()) {
+        throw Error(loomRemoteError, policy.describe() + ": " + describeDeadPeers(dead) +
+                                         "; waited for rank " + std::to_string(peer) + "'s " + what);
       }
     }
     if (now - start > std::chrono::milliseconds(policy.timeoutMs)) {

@@ -4,7 +4,8 @@
 // core, and finally sleeps on this rank's doorbell (futex) until a peer rings it.
 //
 // Every wait is bounded: it fails after `timeoutMs` without the flag moving, promptly after
-// loomCommAbort, and within about 100 ms when the process it waits for has died.
+// loomCommAbort, and within about 100 ms when the process it waits for (or, with
+// WaitPolicy::peerPids, any rank on this host) has died.
 #pragma once
 
 #include <sys/types.h>
@@ -13,7 +14,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
+#include "peer_liveness.h"
 #include "transport/doorbell.h"
 
 namespace loom::algo {
@@ -36,6 +39,10 @@ struct WaitPolicy {
   // Names the call for errors ("allreduce #12 (4096 x float32, comm 1a2b)"); called only
   // when an error is raised, so the common path builds no strings.
   std::function<std::string()> describe;
+  // By rank, the pids of every peer on this host (0 = unchecked, see checkablePeerPids); when
+  // set, a stalled wait checks all of them, not only the peer it waits on, so it fails when any
+  // rank dies even if the peer it waits on is alive but stuck behind the dead one.
+  const std::vector<pid_t>* peerPids = nullptr;
 };
 
 // Returns when `flag` >= `target`. `peer`/`peerPid` name the rank that writes the flag (for the
@@ -53,8 +60,5 @@ inline void wakeIfSleeping(transport::DoorbellWord& peerDoorbell) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (peerDoorbell.sleepers.load(std::memory_order_relaxed) != 0) wakeSleepers(peerDoorbell);
 }
-
-// True when `pid` no longer runs (gone, or a zombie waiting to be reaped).
-bool processDead(pid_t pid);
 
 }  // namespace loom::algo

@@ -8,9 +8,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "kernels/host_reduce.h"
 #include "kernels/stream_copy.h"
+#include "peer_liveness.h"
 #include "src/error.h"
 #include "src/log.h"
 
@@ -213,12 +215,57 @@ class Run {
       moved |= post(lanes, lanes.send, true);
       moved |= post(lanes, lanes.recv, false);
       if (lanes.send.active < 0 && lanes.recv.active < 0) continue;
-      moved |= lanes.connection->progress();
+      moved |= progress(peer, lanes);
       // Retire and immediately post the next step, so a lane never idles for a whole pass.
       while (retire(lanes, lanes.send, true) && post(lanes, lanes.send, true)) moved = true;
       while (retire(lanes, lanes.recv, false) && post(lanes, lanes.recv, false)) moved = true;
     }
     return moved;
+  }
+
+  // A transport error (a socket's EOF: the peer is gone) with the call it broke and, when this
+  // host can tell, which death caused it.
+  bool progress(int peer, PeerLanes& lanes) {
+    try {
+      return lanes.connection->progress();
+    } catch (const Error& error) {
+      throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
+    }
+  }
+
+  // A rank whose call fails shuts its sockets down (so that ranks on other hosts learn of it),
+  // so a connection may break because a rank further round the ring died: name that rank. A
+  // killed process closes its sockets before it becomes a zombie, so its death may show a
+  // moment after the EOF; look for up to 200 ms (an error path only).
+  std::string deathBehind(int peer) const {
+    if (context_.peerPids == nullptr) return "";
+    const std::vector<pid_t>& pids = *context_.peerPids;
+    if (std::all_of(pids.begin(), pids.end(), [](pid_t pid) { return pid == 0; })) return "";
+    const pid_t peerPid = peer >= 0 && peer < static_cast<int>(pids.size()) ? pids[peer] : 0;
+    const auto giveUp = Clock::now() + std::chrono::milliseconds(200);
+    for (;;) {
+      const std::vector<DeadPeer> dead = findDeadPeers(pids);
+      if (!dead.empty()) return "; " + describeDeadPeers(dead);
+      if (Clock::now() >= giveUp) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (peerPid == 0) return "";
+    return "; rank " + std::to_string(peer) + " (pid " + std::to_string(peerPid) +
+           ") is alive: its call failed or its communicator was aborted";
+  }
+
+  std::string prefix() const {
+    return "rank " + std::to_string(context_.rank) + ": " + context_.operation + ": ";
+  }
+
+  // Checked only after the rank has idled for kLivenessCheckIntervalMs, then at that interval.
+  void checkPeersAlive(Clock::time_point now) {
+    if (context_.peerPids == nullptr || now < nextLivenessCheck_) return;
+    nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckIntervalMs);
+    const std::vector<DeadPeer> dead = findDeadPeers(*context_.peerPids);
+    if (!dead.empty()) {
+      throw Error(loomRemoteError, prefix() + describeDeadPeers(dead) + "; " + waitingOn());
+    }
   }
 
   void checkAbort() const {
@@ -233,7 +280,11 @@ class Run {
   void checkDeadline(bool justWentIdle) {
     checkAbort();
     const auto now = Clock::now();
-    if (justWentIdle) idleSince_ = now;
+    if (justWentIdle) {
+      idleSince_ = now;
+      nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckIntervalMs);
+    }
+    checkPeersAlive(now);
     if (now - idleSince_ > std::chrono::milliseconds(context_.timeoutMs)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
                                        context_.operation + " timed out: no progress for " +
@@ -299,9 +350,8 @@ class Run {
   std::map<int, PeerLanes> lanes_;
   std::vector<pollfd> pollFds_;
   Clock::time_point idleSince_;
+  Clock::time_point nextLivenessCheck_;
 };
-
-
 
 }  // namespace
 

@@ -5,8 +5,11 @@
 // progress() on every busy connection, so a rank sends right while it receives from the left
 // and no blocking call can deadlock a ring. When a pass moves nothing the rank backs off:
 // spin, then sched_yield, then sleep on its doorbell (shm) or poll its sockets, with a bound
-// so the deadline and the abort flag are checked regularly.
+// so the deadline and the abort flag are checked regularly, and every 100 ms of idling it looks
+// for dead peers on this host (algorithms/peer_liveness.h).
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -36,6 +39,10 @@ struct ExecutionContext {
   transport::Doorbell* doorbell = nullptr;  // this rank's, when it has shm peers
   int timeoutMs = 600000;  // fail after this long without any progress
   const std::atomic<bool>* abortFlag = nullptr;
+  // By rank, the pids of the ranks on this host to check for death while idle (0 = unchecked;
+  // see checkablePeerPids). All of them, not only this rank's neighbours: a rank further round
+  // the ring than the dead one's neighbours would otherwise wait for its timeout.
+  const std::vector<pid_t>* peerPids = nullptr;
   std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
   // Large messages: received pieces are written with non-temporal stores (kernels/stream_copy.h)
   // so a copy does not first read every output line it overwrites.

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "algorithms/executor.h"
+#include "algorithms/peer_liveness.h"
 #include "error.h"
 #include "kernels/host_reduce.h"
 #include "log.h"
@@ -98,6 +99,13 @@ void Communicator::connectTransports() {
     places[r] = topology::RankPlace{peers[r].hostHash, peers[r].package, peers[r].numaNode};
   }
   planRing(places);
+  std::vector<pid_t> pids(nranks_);
+  std::vector<bool> sameHost(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    pids[r] = peers[r].pid;
+    sameHost[r] = peers[r].hostHash == mine.hostHash;
+  }
+  peerPids_ = algo::checkablePeerPids(pids, sameHost, rank_);
 
   // Ring and chain algorithms talk to the two ring neighbours; connect each once.
   std::set<int> neighbours;
@@ -313,9 +321,11 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
     runCall(call, sequence);
   } catch (const Error& error) {
     recordAsyncError(error.code(), error.what());
+    if (sockets_) sockets_->shutdownAll();  // peers on other hosts learn of it by EOF
     throw;
   } catch (const std::exception& error) {
     recordAsyncError(loomInternalError, error.what());
+    if (sockets_) sockets_->shutdownAll();
     throw;
   }
 }
@@ -356,6 +366,7 @@ void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
   context.doorbell = shm_ ? &shm_->doorbell() : nullptr;
   context.timeoutMs = settings_.timeoutMs;
   context.abortFlag = &aborted_;
+  context.peerPids = &peerPids_;
   context.operation = describeCall(call, sequence);
   const size_t messageBytes = call.count * shape.elementBytes *
                               (call.collective == algo::Collective::AllReduce || call.collective == algo::Collective::Broadcast ||

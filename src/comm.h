@@ -104,6 +104,7 @@ class Communicator {
   std::unique_ptr<transport::ShmTransport> shm_;
   std::unique_ptr<transport::SocketTransport> sockets_;
   std::vector<transport::Connection*> connections_;  // by peer rank; null when unconnected
+  std::vector<pid_t> peerPids_;  // by rank: same-host peers to check for death (0: unchecked)
   std::unique_ptr<transport::ShmArena> arena_;       // all ranks on this host only
   std::unique_ptr<algo::DirectEngine> direct_;
   std::unique_ptr<topology::TopologyResult> topology_;  // null unless a topology was asked for

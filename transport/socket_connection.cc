@@ -36,6 +36,13 @@ SocketConnection::SocketConnection(int selfRank, int peer, std::vector<net::Sock
 
 SocketConnection::~SocketConnection() = default;
 
+void SocketConnection::shutdown() {
+  for (Lane& lane : lanes_) {
+    // Failures (ENOTCONN: the peer already went) need no answer: the point is the peer's EOF.
+    if (lane.socket.valid()) ::shutdown(lane.socket.fd(), SHUT_RDWR);
+  }
+}
+
 size_t SocketConnection::shareOf(size_t lane, size_t total) const {
   const size_t k = lanes_.size();
   const size_t blocks = (total + stripe_ - 1) / stripe_;

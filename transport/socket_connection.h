@@ -28,6 +28,9 @@ class SocketConnection final : public Connection {
   int peer() const override { return peer_; }
   const char* kind() const override { return "socket"; }
   void addPollFds(std::vector<pollfd>& fds) const override;
+  // Shuts every lane down both ways: the peer reads EOF at once (and fails its call) instead
+  // of waiting for data this side will never send. The sockets stay open until destruction.
+  void shutdown();
 
   // Bytes each lane reads at once before handing them to the sink.
   static constexpr size_t kStagingBytes = 256 * 1024;

@@ -101,6 +101,10 @@ class SocketTransportImpl final : public SocketTransport {
     return found->second.get();
   }
 
+  void shutdownAll() override {
+    for (auto& [peer, connection] : connections_) connection->shutdown();
+  }
+
  private:
   void validate(const std::vector<int>& peers) const {
     if (options_.socketsPerPeer < 1 || options_.socketsPerPeer > kMaxSocketsPerPeer) {

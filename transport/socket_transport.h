@@ -22,6 +22,10 @@ class SocketTransport {
  public:
   virtual ~SocketTransport() = default;
   virtual Connection* connection(int peer) = 0;
+  // After a failed call (the communicator is unusable): shuts every connection down so that
+  // the peers' calls fail at once with EOF instead of waiting for their timeout. This is how a
+  // failure reaches ranks on other hosts, which cannot check this host's processes.
+  virtual void shutdownAll() = 0;
 };
 
 // Collective over `bootstrap`: every rank calls it with its list of socket peers (symmetric;
