@@ -140,6 +140,11 @@ class TopologyReader {
     if (value < -2147483647LL || value > 2147483647LL) {
       fail(e, "attribute " + key + "=\"" + *text + "\" of <" + e.name + "> is out of range");
     }
+    // -1 means "absent" for these attributes (the writer leaves it out), so any other negative
+    // value could not survive a dump: refuse it rather than change it silently.
+    if (fallback == -1 && value < -1) {
+      fail(e, "attribute " + key + "=\"" + *text + "\" of <" + e.name + "> must not be negative");
+    }
     return static_cast<int>(value);
   }
   double doubleAttribute(const XmlElement& e, const std::string& key, double fallback) const {
@@ -167,10 +172,12 @@ class TopologyReader {
   // Attributes of `e` not in `known` go to node.extra[e.name].
   static void keepUnknown(const XmlElement& e, std::initializer_list<const char*> known,
                           Node& node) {
-    for (const auto& [key, value] : e.attributes) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    for (const auto& attribute : e.attributes) {
+      const std::string& key = attribute.first;
       if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
           known.end()) {
-        node.extra[e.name][key] = value;
+        node.extra[e.name][key] = attribute.second;
       }
     }
   }

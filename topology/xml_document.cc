@@ -203,6 +203,8 @@ std::string attributeValue(Scanner& in) {
     const char c = in.take();
     if (c == quote) break;
     if (c == '<') in.fail("'<' inside an attribute value (write &lt;)");
+    // XML forbids NUL, and the writer could only emit it as &#0;, which parsing refuses.
+    if (c == '\0') in.fail("NUL character inside an attribute value");
     if (c == '&') {
       in.entity(value);
     } else {
