@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "tools/loom_topo.h"
+#include "topology/graph_xml.h"
 
 namespace loom::tools {
 
@@ -235,14 +236,7 @@ void printDoubleTree(std::ostream& out, int nodes) {
 
 }  // namespace
 
-std::string formatNumber(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.3f", value);
-  std::string out = text;
-  while (out.back() == '0') out.pop_back();
-  if (out.back() == '.') out.pop_back();
-  return out == "-0" ? "0" : out;
-}
+std::string formatNumber(double value) { return topology::formatSpeed(value); }
 
 int gpusPerNode(const topology::TopologyResult& result) {
   int count = gpuCount(result.system);

@@ -206,36 +206,13 @@ std::string readWholeFile(const std::string& path) {
   return text.str();
 }
 
-// GPUs are numbered in bus order but added in tree order (CPU by CPU); when the two differ
-// (DGX A100: GPUs 0 and 1 sit under NUMA domain 3), the GPU slots are refilled in dev order,
-// the canonical order the XML reader also produces, so that a dump reloads to the same model.
-System orderGpuSlotsByDev(System system) {
-  std::vector<int> slots = system.nodesOfType(NodeType::Gpu);
-  std::vector<int> byDev = slots;
-  std::stable_sort(byDev.begin(), byDev.end(),
-                   [&](int a, int b) { return system.node(a).gpu.dev < system.node(b).gpu.dev; });
-  if (byDev == slots) return system;
-  std::vector<int> newIndex(static_cast<size_t>(system.size()));
-  for (int i = 0; i < system.size(); ++i) newIndex[static_cast<size_t>(i)] = i;
-  for (size_t k = 0; k < slots.size(); ++k) newIndex[static_cast<size_t>(byDev[k])] = slots[k];
-  std::vector<Node> reordered(static_cast<size_t>(system.size()));
-  for (int i = 0; i < system.size(); ++i) {
-    Node node = system.node(i);
-    for (Link& link : node.links) link.to = newIndex[static_cast<size_t>(link.to)];
-    reordered[static_cast<size_t>(newIndex[static_cast<size_t>(i)])] = std::move(node);
-  }
-  System result;
-  result.version = system.version;
-  result.hostHash = system.hostHash;
-  result.source = system.source;
-  for (Node& node : reordered) result.addNode(std::move(node));
-  return result;
-}
-
 }  // namespace
 
 System buildHostSystem(const HostInventory& inventory) {
-  return orderGpuSlotsByDev(ModelBuilder(inventory).build());
+  // GPUs are numbered in bus order but added in tree order (CPU by CPU); when the two differ
+  // (DGX A100: GPUs 0 and 1 sit under NUMA domain 3), the GPU slots are refilled in dev order,
+  // the canonical order the XML reader also produces, so that a dump reloads to the same model.
+  return ModelBuilder(inventory).build().withGpusInDevOrder();
 }
 
 System discoverHost(const DiscoveryOptions& options) {

@@ -24,15 +24,6 @@ namespace {
 constexpr Pattern kPatterns[] = {Pattern::Ring, Pattern::Tree, Pattern::SplitTree,
                                  Pattern::BalancedTree};
 
-// GB/s with at most three decimals and no trailing zeros ("12", "24.5"), like NCCL's dumps.
-std::string formatSpeed(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.3f", value);
-  std::string out = text;
-  while (out.back() == '0') out.pop_back();
-  if (out.back() == '.') out.pop_back();
-  return out == "-0" ? "0" : out;
-}
 
 XmlElement channelElement(const Channel& channel) {
   XmlElement element;
@@ -159,6 +150,16 @@ class GraphReader {
 };
 
 }  // namespace
+
+// GB/s with at most three decimals and no trailing zeros ("12", "24.5"), like NCCL's dumps.
+std::string formatSpeed(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  std::string out = text;
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out == "-0" ? "0" : out;
+}
 
 std::string writeGraphXml(const std::vector<Graph>& graphs) {
   XmlElement root;

@@ -27,5 +27,8 @@ std::vector<Graph> parseGraphXml(const std::string& text, const std::string& sou
 std::vector<Graph> readGraphFile(const std::string& path);
 // Atomic (temporary file + rename), so a reader never sees half a file.
 void writeGraphFile(const std::vector<Graph>& graphs, const std::string& path);
+// GB/s with at most three decimals and no trailing zeros ("12", "24.5"), like NCCL's dumps;
+// deterministic, so loom-topo's output compares byte for byte.
+std::string formatSpeed(double value);
 
 }  // namespace loom::topology

@@ -252,4 +252,26 @@ std::string compareSystems(const System& a, const System& b) {
   return d.text();
 }
 
+System System::withGpusInDevOrder() const {
+  const std::vector<int> slots = nodesOfType(NodeType::Gpu);
+  std::vector<int> byDev = slots;
+  std::stable_sort(byDev.begin(), byDev.end(), [&](int a, int b) { return node(a).gpu.dev < node(b).gpu.dev; });
+  if (byDev == slots) return *this;
+  std::vector<int> newIndex(static_cast<size_t>(size()));
+  for (int i = 0; i < size(); ++i) newIndex[static_cast<size_t>(i)] = i;
+  for (size_t k = 0; k < slots.size(); ++k) newIndex[static_cast<size_t>(byDev[k])] = slots[k];
+  std::vector<Node> reordered(static_cast<size_t>(size()));
+  for (int i = 0; i < size(); ++i) {
+    Node moved = node(i);
+    for (Link& link : moved.links) link.to = newIndex[static_cast<size_t>(link.to)];
+    reordered[static_cast<size_t>(newIndex[static_cast<size_t>(i)])] = std::move(moved);
+  }
+  System result;
+  result.version = version;
+  result.hostHash = hostHash;
+  result.source = source;
+  for (Node& moved : reordered) result.addNode(std::move(moved));
+  return result;
+}
+
 }  // namespace loom::topology

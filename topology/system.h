@@ -114,6 +114,9 @@ class System {
   int findCpuByNuma(int numaId, int host = 0) const;
   // The PCI parent chain stops at a CPU: returns the CPU a node hangs under, or -1.
   int parentCpu(int index) const;
+  // The canonical GPU order the reader and discovery both produce: the slots GPU nodes occupy
+  // now, refilled by `dev` (stable), every link renumbered. Returns a copy.
+  System withGpusInDevOrder() const;
 
   int version = 1;              // <system version="..."> (RCCL writes 2)
   std::string hostHash;         // <system host_hash=...> when given

@@ -439,26 +439,7 @@ class TopologyReader {
       gpu.gpu.dev = nextFree;
       used.insert(nextFree);
     }
-    std::vector<int> byDev = slots;
-    std::stable_sort(byDev.begin(), byDev.end(), [&](int a, int b) {
-      return system_.node(a).gpu.dev < system_.node(b).gpu.dev;
-    });
-    std::vector<int> newIndex(static_cast<size_t>(system_.size()));
-    for (int i = 0; i < system_.size(); ++i) newIndex[static_cast<size_t>(i)] = i;
-    for (size_t k = 0; k < slots.size(); ++k) newIndex[static_cast<size_t>(byDev[k])] = slots[k];
-
-    std::vector<Node> reordered(static_cast<size_t>(system_.size()));
-    for (int i = 0; i < system_.size(); ++i) {
-      Node node = std::move(system_.node(i));
-      for (Link& link : node.links) link.to = newIndex[static_cast<size_t>(link.to)];
-      reordered[static_cast<size_t>(newIndex[static_cast<size_t>(i)])] = std::move(node);
-    }
-    System result;
-    result.version = system_.version;
-    result.hostHash = system_.hostHash;
-    result.source = system_.source;
-    for (Node& node : reordered) result.addNode(std::move(node));
-    return result;
+    return system_.withGpusInDevOrder();
   }
 
   const std::string& source_;
