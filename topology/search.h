@@ -41,7 +41,10 @@ struct SearchOptions {
   int minChannels = 1;
   int maxChannels = 32;
   int crossNic = 2;       // 0 never, 1 allowed, 2 only when it helps (NCCL_CROSS_NIC)
-  double timeLimitSeconds = 0.5;
+  // A backstop only: the iteration budget bounds the search and makes it deterministic (well
+  // under 1 s in a release build). The guard must sit far above that, or a slow build
+  // (sanitizers) or a loaded machine ends searches early and ranks disagree on the result.
+  double timeLimitSeconds = 10.0;
 };
 
 Graph searchRings(const System& system, const PathTable& paths, const SearchOptions& options);
