@@ -271,7 +271,7 @@ class Run {
   void checkAbort() const {
     if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " aborted (loomCommAbort)");
+                                       context_.operation + " stopped (loomCommAbort or loomCommRevoke)");
     }
   }
 

@@ -58,6 +58,11 @@ typedef enum {
 #define LOOM_CONFIG_UNDEF_INT INT_MIN
 #define LOOM_CONFIG_UNDEF_PTR NULL
 #define LOOM_SPLIT_NOCOLOR -1
+/* loomCommShrink flags (as nccl.h 2.28) */
+#define LOOM_SHRINK_DEFAULT 0x00 /* the parent is idle: shrink it */
+#define LOOM_SHRINK_ABORT 0x01   /* first stop the parent's calls in flight (after a failure) */
+/* loomCommRevoke flags */
+#define LOOM_REVOKE_DEFAULT 0x00 /* reserved; must be 0 */
 
 /* Communicator configuration: initialise with LOOM_CONFIG_INITIALIZER, then set fields.
  * The first block matches ncclConfig_t field for field; the Loom block follows. */
@@ -151,6 +156,17 @@ loomResult_t loomCommInitFromEnv(loomComm_t* comm);
  * color LOOM_SPLIT_NOCOLOR: take part, get *newcomm = NULL. */
 loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm,
                            loomConfig_t* config);
+/* The survivors of comm form a new communicator: every rank not in excludeRanksList calls
+ * this with the same list (excluded ranks do not call it; they may be dead), and gets a
+ * communicator of nranks - excludeRanksCount ranks, numbered in parent order. It never waits
+ * on an excluded rank. Flag LOOM_SHRINK_ABORT first stops calls still running on comm (use it
+ * after a failure). config NULL: inherit comm's. comm must still be destroyed afterwards. */
+loomResult_t loomCommShrink(loomComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            loomComm_t* newcomm, loomConfig_t* config, int shrinkFlags);
+/* Stops calls in flight on comm (they fail) and refuses new ones; destroy, split and shrink
+ * still work. loomCommGetAsyncError says loomInProgress until the calls in flight have
+ * returned, then loomSuccess. revokeFlags must be LOOM_REVOKE_DEFAULT. */
+loomResult_t loomCommRevoke(loomComm_t comm, int revokeFlags);
 loomResult_t loomCommFinalize(loomComm_t comm);
 loomResult_t loomCommDestroy(loomComm_t comm);
 loomResult_t loomCommAbort(loomComm_t comm);

@@ -120,10 +120,47 @@ loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newc
   });
 }
 
+loomResult_t loomCommShrink(loomComm_t comm, int* excludeRanksList, int excludeRanksCount, loomComm_t* newcomm,
+                            loomConfig_t* config, int shrinkFlags) {
+  return api::guarded("loomCommShrink", [&] {
+    auto parent = api::checkedComm(comm);
+    if (newcomm == nullptr) throwArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    rejectInGroup("loomCommShrink");
+    if (excludeRanksCount < 0 || excludeRanksCount >= parent->size()) {
+      throwArgument("excludeRanksCount " + std::to_string(excludeRanksCount) + " must be in [0, " +
+                    std::to_string(parent->size()) + ")");
+    }
+    if (excludeRanksCount > 0 && excludeRanksList == nullptr) throwArgument("excludeRanksList is NULL");
+    if (shrinkFlags != LOOM_SHRINK_DEFAULT && shrinkFlags != LOOM_SHRINK_ABORT) {
+      throwArgument("shrinkFlags " + std::to_string(shrinkFlags) + " is neither LOOM_SHRINK_DEFAULT nor LOOM_SHRINK_ABORT");
+    }
+    // Stops a call still running on another thread (it fails, as after loomCommRevoke).
+    if (shrinkFlags == LOOM_SHRINK_ABORT) parent->revoke();
+    const std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+    CommSettings settings = config ? resolveSettings(config) : parent->settings();
+    *newcomm = wrap(parent->shrink(excluded, settings));
+  });
+}
+
+loomResult_t loomCommRevoke(loomComm_t comm, int revokeFlags) {
+  return api::guarded("loomCommRevoke", [&] {
+    auto impl = api::checkedComm(comm);
+    if (revokeFlags != LOOM_REVOKE_DEFAULT) {
+      throwArgument("revokeFlags " + std::to_string(revokeFlags) + " must be LOOM_REVOKE_DEFAULT (0)");
+    }
+    impl->revoke();
+  });
+}
+
 loomResult_t loomCommFinalize(loomComm_t comm) {
   // Blocking collectives are complete when they return; this waits for the ones queued on
   // streams (bounded by the communicator's timeout).
-  return api::guarded("loomCommFinalize", [&] { api::checkedComm(comm)->waitForAsyncWork(); });
+  return api::guarded("loomCommFinalize", [&] {
+    auto impl = api::checkedComm(comm);
+    if (impl->revoked()) throwUsage("loomCommFinalize on a revoked communicator: destroy it instead");
+    impl->waitForAsyncWork();
+  });
 }
 
 loomResult_t loomCommDestroy(loomComm_t comm) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "loom.h"
 
@@ -44,6 +45,11 @@ class Bootstrap {
   // The local address that data-transport listeners should bind to and advertise (chosen by
   // LOOM_SOCKET_IFNAME, or the interface that reaches the root).
   virtual sockaddr_storage localAddress() const = 0;
+  // For loomCommShrink, which must reach survivors without the (possibly broken) ring: every
+  // rank's bootstrap listener address, by rank, and this rank's listener, kept open for the
+  // communicator's life. Empty / -1 where the implementation has none.
+  virtual std::vector<sockaddr_storage> listenerAddresses() const { return {}; }
+  virtual int listenerFd() const { return -1; }
 };
 
 struct BootstrapOptions {

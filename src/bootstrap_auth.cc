@@ -114,6 +114,8 @@ const char* purposeName(Purpose purpose) {
       return "bootstrap ring";
     case Purpose::SocketTransport:
       return "socket transport";
+    case Purpose::Shrink:
+      return "shrink offer";
   }
   return "unknown";
 }

@@ -36,7 +36,7 @@ void randomBytes(void* out, size_t bytes);
 // derives the same one without talking to anybody.
 uint64_t deriveCommUid(const Secret& secret);
 
-enum class Purpose : uint8_t { RootRendezvous = 1, BootstrapRing = 2, SocketTransport = 3 };
+enum class Purpose : uint8_t { RootRendezvous = 1, BootstrapRing = 2, SocketTransport = 3, Shrink = 4 };
 enum class Role : uint8_t { Client = 1, Server = 2 };
 const char* purposeName(Purpose purpose);
 

@@ -30,14 +30,17 @@ class SocketBootstrap final : public Bootstrap {
            std::to_string(rank);
     const auto deadline = net::Deadline::afterMs(options.timeoutMs);
     localAddress_ = net::chooseLocalAddress(&id.rootAddress);
-    net::Socket listener;
+    // The listener stays open after the ring is connected: loomCommShrink reaches survivors
+    // through it. Strangers that connect meanwhile wait in the backlog until a shrink's
+    // authenticating acceptor drops them.
     sockaddr_storage advertised{};  // none when alone: nobody will connect
     if (size_ > 1) {
-      listener = net::openListener(localAddress_);
-      advertised = net::boundAddress(listener.fd());
+      listener_ = net::openListener(localAddress_);
+      advertised = net::boundAddress(listener_.fd());
     }
-    std::vector<sockaddr_storage> table =
-        rendezvous::exchangeWithRoot(id, rank, nranks, advertised, options, deadline, who_);
+    table_ = rendezvous::exchangeWithRoot(id, rank, nranks, advertised, options, deadline, who_);
+    const std::vector<sockaddr_storage>& table = table_;
+    const net::Socket& listener = listener_;
     if (size_ == 1) return;
     // Rank 0 accepts first and everyone else connects first, so the ring closes without a
     // cycle of ranks all waiting on connects that nobody accepts.
@@ -56,6 +59,8 @@ class SocketBootstrap final : public Bootstrap {
   const Secret& secret() const override { return secret_; }
   uint64_t commUid() const override { return commUid_; }
   sockaddr_storage localAddress() const override { return localAddress_; }
+  std::vector<sockaddr_storage> listenerAddresses() const override { return table_; }
+  int listenerFd() const override { return listener_.valid() ? listener_.fd() : -1; }
 
   // Ring allgather: in step s this rank forwards block (rank - s) to the next rank and receives
   // block (rank - s - 1) from the previous one.
@@ -216,6 +221,8 @@ class SocketBootstrap final : public Bootstrap {
   BootstrapOptions options_;
   std::string who_;
   sockaddr_storage localAddress_{};
+  net::Socket listener_;
+  std::vector<sockaddr_storage> table_;  // every rank's bootstrap listener
   net::Socket next_;
   net::Socket prev_;
   uint32_t calls_ = 0;

@@ -50,7 +50,7 @@ Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSet
 
   BootstrapOptions options;
   options.timeoutMs = settings_.timeoutMs;
-  options.abortFlag = &aborted_;
+  options.abortFlag = &bootstrapAborted_;
   options.commName = name_;
   bootstrap_ = createSocketBootstrap(contents, rank, nranks, options);
   connectTransports();
@@ -302,6 +302,10 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
   // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it.
   // A wait that times out or sees an abort takes no turn (the communicator is dead anyway).
   waitForTurn(ticket, call);
+  if (revoked()) {
+    throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) +
+                                      ": communicator was revoked (loomCommRevoke): destroy it, or shrink or split it");
+  }
   if (aborted()) {
     throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) + ": communicator was aborted");
   }
@@ -317,15 +321,22 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
     const loomResult_t failed = asyncError(&earlier);
     throw Error(failed, "rank " + std::to_string(rank_) + ": communicator is unusable after an earlier error: " + earlier);
   }
+  struct Running {
+    std::atomic<int>& count;
+    explicit Running(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
+    ~Running() { count.fetch_sub(1); }
+  } running{running_};
   try {
     runCall(call, sequence);
   } catch (const Error& error) {
-    recordAsyncError(error.code(), error.what());
     if (sockets_) sockets_->shutdownAll();  // peers on other hosts learn of it by EOF
+    if (revoked()) throw;                    // stopped on purpose: not an error of the communicator
+    recordAsyncError(error.code(), error.what());
     throw;
   } catch (const std::exception& error) {
-    recordAsyncError(loomInternalError, error.what());
     if (sockets_) sockets_->shutdownAll();
+    if (revoked()) throw;
+    recordAsyncError(loomInternalError, error.what());
     throw;
   }
 }
@@ -447,6 +458,7 @@ void Communicator::recordAsyncError(loomResult_t code, const std::string& messag
 }
 
 loomResult_t Communicator::asyncError(std::string* message) const {
+  if (revoked() && running_.load() > 0) return loomInProgress;
   std::lock_guard lock(errorMutex_);
   if (message) *message = asyncMessage_;
   return asyncError_;

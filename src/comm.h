@@ -70,9 +70,25 @@ class Communicator {
   // Collective over this communicator; returns null for LOOM_SPLIT_NOCOLOR.
   std::unique_ptr<Communicator> split(int color, int key, const CommSettings& childSettings);
 
+  // Collective over the survivors (every rank not in `excluded`; those do not call it):
+  // a communicator of the survivors in parent-rank order, rendezvousing through the parent's
+  // bootstrap listeners so that dead ranks are never waited on (comm_shrink.cc).
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded, const CommSettings& childSettings);
+
   // Makes every wait of this communicator fail promptly (from any thread).
-  void abort() { aborted_.store(true); }
+  void abort() {
+    bootstrapAborted_.store(true);
+    aborted_.store(true);
+  }
   bool aborted() const { return aborted_.load(); }
+  // loomCommRevoke: calls in flight fail promptly and later ones are refused, but the
+  // bootstrap stays usable (split, shrink) and the failures are not errors of the job.
+  void revoke() {
+    revoked_.store(true);
+    aborted_.store(true);
+  }
+  bool revoked() const { return revoked_.load(); }
+  // loomInProgress while a revoked communicator still runs a call, else the first error.
 
   // The first error of any collective, sticky, as loomCommGetAsyncError reports.
   void recordAsyncError(loomResult_t code, const std::string& message);
@@ -99,7 +115,11 @@ class Communicator {
   int nranks_;
   CommSettings settings_;
   std::string name_;
-  std::atomic<bool> aborted_{false};
+  std::atomic<bool> aborted_{false};           // stops collectives: abort or revoke
+  std::atomic<bool> bootstrapAborted_{false};  // stops bootstrap exchanges: abort only
+  std::atomic<bool> revoked_{false};
+  std::atomic<int> running_{0};                // calls inside runCall (for revoke's state)
+  uint32_t shrinks_ = 0;                       // shrink epochs, to tell offers apart
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::ShmTransport> shm_;
   std::unique_ptr<transport::SocketTransport> sockets_;
