@@ -28,18 +28,25 @@ bool hasRoot(Collective collective) {
   return collective == Collective::Broadcast || collective == Collective::Reduce;
 }
 
-// What must agree across ranks. The in-place flag may differ (it is each rank's own business).
 transport::CallDescriptor descriptorOf(const DirectCall& call) {
+  return callDescriptor(call.collective, call.type, call.op, call.root, call.count);
+}
+
+}  // namespace
+
+// What must agree across ranks. The in-place flag may differ (it is each rank's own business).
+transport::CallDescriptor callDescriptor(Collective collective, loomDataType_t type, loomRedOp_t op, int root,
+                                         size_t count) {
   transport::CallDescriptor descriptor{};
-  descriptor.collective = static_cast<uint8_t>(call.collective);
-  descriptor.type = static_cast<uint8_t>(call.type);
-  descriptor.op = hasOp(call.collective) ? static_cast<uint8_t>(call.op) : 0;
-  descriptor.root = hasRoot(call.collective) ? call.root : 0;
-  descriptor.count = call.count;
+  descriptor.collective = static_cast<uint8_t>(collective);
+  descriptor.type = static_cast<uint8_t>(type);
+  descriptor.op = hasOp(collective) ? static_cast<uint8_t>(op) : 0;
+  descriptor.root = hasRoot(collective) ? root : 0;
+  descriptor.count = count;
   return descriptor;
 }
 
-std::string describeDescriptor(const transport::CallDescriptor& d) {
+std::string describeCallDescriptor(const transport::CallDescriptor& d) {
   const auto collective = static_cast<Collective>(d.collective);
   std::string text = std::string(collectiveName(collective)) + "(count " + std::to_string(d.count) + ", " +
                      kernels::typeName(static_cast<loomDataType_t>(d.type));
@@ -47,8 +54,6 @@ std::string describeDescriptor(const transport::CallDescriptor& d) {
   if (hasRoot(collective)) text += ", root " + std::to_string(d.root);
   return text + ")";
 }
-
-}  // namespace
 
 std::pair<size_t, size_t> segmentOf(size_t count, size_t elementBytes, int parts, int index) {
   // Whole 64-byte groups are dealt out evenly; the last segment takes the remainder.
@@ -163,10 +168,10 @@ void DirectEngine::awaitPosts(const DirectCall& call, const Describe& describe) 
     const transport::PostHeader& slot = arena_.post(peer, sequence);
     awaitFlag(peer, slot.sequence, sequence, "post", describe);
     knownPosted_[peer] = sequence;
-    if (!(slot.call == mine)) {
+    if (settings_.checkCalls && !(slot.call == mine)) {
       throw Error(loomInvalidUsage, describe() + ": ranks disagree on this call: rank " + std::to_string(rank_) +
-                                        " called " + describeDescriptor(mine) + " but rank " +
-                                        std::to_string(peer) + " called " + describeDescriptor(slot.call));
+                                        " called " + describeCallDescriptor(mine) + " but rank " +
+                                        std::to_string(peer) + " called " + describeCallDescriptor(slot.call));
     }
   }
 }

@@ -54,7 +54,14 @@ struct DirectSettings {
   size_t streamBytes = 8 << 20;    // outputs at least this large are written around the cache
   bool crossMemory = false;        // process_vm_readv works between every pair of ranks
   bool oversubscribed = false;     // more ranks on this host than cores to run them
+  bool checkCalls = true;          // LOOM_CHECK >= 1: ranks that disagree on a call fail
 };
+
+// What every rank must agree on about a call, and its name in error messages
+// ("allreduce(count 4096, float32, sum)").
+transport::CallDescriptor callDescriptor(Collective collective, loomDataType_t type, loomRedOp_t op, int root,
+                                         size_t count);
+std::string describeCallDescriptor(const transport::CallDescriptor& descriptor);
 
 class DirectEngine {
  public:

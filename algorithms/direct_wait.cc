@@ -66,7 +66,7 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
     }
     const auto now = Clock::now();
     if (policy.abortFlag != nullptr && policy.abortFlag->load(std::memory_order_relaxed)) {
-      throw Error(loomInvalidUsage, policy.describe() + " stopped (loomCommAbort or loomCommRevoke) while waiting for rank " +
+      throw Error(loomInvalidUsage, policy.describe() + " aborted (loomCommAbort or loomCommRevoke) while waiting for rank " +
                                         std::to_string(peer));
     }
     if (now - lastProgressCheck > std::chrono::milliseconds(100)) {

@@ -137,6 +137,7 @@ class Run {
     }
     PeerLanes& lanes = lanes_[peer];
     lanes.connection = connections[peer];
+    lanes.connection->setCallTag(context_.tag);  // before this call's first message
     return lanes;
   }
 
@@ -228,27 +229,41 @@ class Run {
   bool progress(int peer, PeerLanes& lanes) {
     try {
       return lanes.connection->progress();
+    } catch (const ExplainedError& error) {
+      throw Error(error.code(), prefix() + error.what());
     } catch (const Error& error) {
       throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
     }
   }
 
-  // A rank whose call fails shuts its sockets down (so that ranks on other hosts learn of it),
-  // so a connection may break because a rank further round the ring died: name that rank. A
-  // killed process closes its sockets before it becomes a zombie, so its death may show a
-  // moment after the EOF; look for up to 200 ms (an error path only).
-  std::string deathBehind(int peer) const {
-    if (context_.peerPids == nullptr) return "";
-    const std::vector<pid_t>& pids = *context_.peerPids;
-    if (std::all_of(pids.begin(), pids.end(), [](pid_t pid) { return pid == 0; })) return "";
-    const pid_t peerPid = peer >= 0 && peer < static_cast<int>(pids.size()) ? pids[peer] : 0;
+  // A rank whose call fails tells its socket peers why (a Failure frame) and shuts its sockets
+  // down, so a connection may break because of a failure further round the ring: prefer a
+  // report that names the cause, on any connection, else name a dead rank. A killed process
+  // closes its sockets before it becomes a zombie, and a report may still be on its way, so
+  // look for up to 200 ms (an error path only).
+  std::string deathBehind(int peer) {
+    const std::vector<pid_t>* pids = context_.peerPids;
+    const bool checkPids =
+        pids != nullptr && std::any_of(pids->begin(), pids->end(), [](pid_t pid) { return pid != 0; });
     const auto giveUp = Clock::now() + std::chrono::milliseconds(200);
     for (;;) {
-      const std::vector<DeadPeer> dead = findDeadPeers(pids);
-      if (!dead.empty()) return "; " + describeDeadPeers(dead);
+      for (auto& [other, lanes] : lanes_) {
+        try {
+          lanes.connection->throwPeerReport();
+        } catch (const ExplainedError& report) {
+          throw Error(report.code(), prefix() + report.what());
+        } catch (const Error&) {
+          // That connection is broken too; keep looking at the others.
+        }
+      }
+      if (checkPids) {
+        const std::vector<DeadPeer> dead = findDeadPeers(*pids);
+        if (!dead.empty()) return "; " + describeDeadPeers(dead);
+      }
       if (Clock::now() >= giveUp) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    const pid_t peerPid = checkPids && peer >= 0 && peer < static_cast<int>(pids->size()) ? (*pids)[peer] : 0;
     if (peerPid == 0) return "";
     return "; rank " + std::to_string(peer) + " (pid " + std::to_string(peerPid) +
            ") is alive: its call failed or its communicator was aborted";
@@ -271,7 +286,7 @@ class Run {
   void checkAbort() const {
     if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " stopped (loomCommAbort or loomCommRevoke)");
+                                       context_.operation + " aborted (loomCommAbort or loomCommRevoke)");
     }
   }
 

@@ -44,6 +44,7 @@ struct ExecutionContext {
   // the ring than the dead one's neighbours would otherwise wait for its timeout.
   const std::vector<pid_t>* peerPids = nullptr;
   std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
+  transport::CallTag tag;  // what framing transports send with each message (LOOM_CHECK)
   // Large messages: received pieces are written with non-temporal stores (kernels/stream_copy.h)
   // so a copy does not first read every output line it overwrites.
   bool streamCopies = false;

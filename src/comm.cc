@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -14,6 +15,7 @@
 #include "algorithms/peer_liveness.h"
 #include "error.h"
 #include "kernels/host_reduce.h"
+#include "kernels/non_finite.h"
 #include "log.h"
 #include "topology/host_identity.h"
 #include "topology/rank_order.h"
@@ -209,6 +211,7 @@ void Communicator::setUpDirect(const std::vector<PeerInfo>& peers) {
   cpu_set_t cpus;
   const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   direct_settings.oversubscribed = nranks_ > cores;
+  direct_settings.checkCalls = settings_.checkLevel >= 1;
   std::vector<pid_t> pids;
   for (const PeerInfo& peer : peers) pids.push_back(peer.pid);
   direct_ = std::make_unique<algo::DirectEngine>(*arena_, std::move(pids), rank_, direct_settings,
@@ -326,19 +329,56 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
     explicit Running(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
     ~Running() { count.fetch_sub(1); }
   } running{running_};
+  // LOOM_CHECK=2 looks at the input before the call (in place, the call overwrites it).
+  const size_t badInput = settings_.checkLevel >= 2 ? nonFiniteInput(call) : 0;
   try {
     runCall(call, sequence);
   } catch (const Error& error) {
-    if (sockets_) sockets_->shutdownAll();  // peers on other hosts learn of it by EOF
-    if (revoked()) throw;                    // stopped on purpose: not an error of the communicator
+    // Peers on other hosts learn of it from a Failure frame, or by EOF.
+    if (sockets_) sockets_->failAll(error.code(), error.what());
+    if (revoked()) throw;  // stopped on purpose: not an error of the communicator
     recordAsyncError(error.code(), error.what());
     throw;
   } catch (const std::exception& error) {
-    if (sockets_) sockets_->shutdownAll();
+    if (sockets_) sockets_->failAll(loomInternalError, error.what());
     if (revoked()) throw;
     recordAsyncError(loomInternalError, error.what());
     throw;
   }
+  if (settings_.checkLevel >= 2) checkFinite(call, sequence, badInput);
+}
+
+namespace {
+bool checkedForNonFinite(const CollectiveCall& call) {
+  const bool reduction = call.collective == algo::Collective::AllReduce ||
+                         call.collective == algo::Collective::ReduceScatter ||
+                         call.collective == algo::Collective::Reduce;
+  return reduction && kernels::hasNonFinite(call.type);
+}
+}  // namespace
+
+// The index of the first NaN or infinity in the call's input; SIZE_MAX if none.
+size_t Communicator::nonFiniteInput(const CollectiveCall& call) const {
+  if (!checkedForNonFinite(call)) return SIZE_MAX;
+  const size_t count = call.collective == algo::Collective::ReduceScatter ? call.count * nranks_ : call.count;
+  const size_t index = kernels::findNonFinite(call.type, call.send, count);
+  return index == count ? SIZE_MAX : index;
+}
+
+// LOOM_CHECK=2. The call itself completed on every rank, so the communicator stays usable and
+// in step: only this call reports the bad values.
+void Communicator::checkFinite(const CollectiveCall& call, uint64_t sequence, size_t badInput) const {
+  if (!checkedForNonFinite(call)) return;
+  const bool hasOutput = call.collective != algo::Collective::Reduce || call.root == rank_;
+  const size_t badOutput = hasOutput ? kernels::findNonFinite(call.type, call.recv, call.count) : call.count;
+  const bool inputBad = badInput != SIZE_MAX, outputBad = badOutput != call.count;
+  if (!inputBad && !outputBad) return;
+  std::string message = "rank " + std::to_string(rank_) + ": LOOM_CHECK=2: " + describeCall(call, sequence) + ":";
+  if (inputBad) message += " this rank's input has NaN or infinity at element " + std::to_string(badInput);
+  if (outputBad) {
+    message += std::string(inputBad ? ";" : "") + " the result has NaN or infinity at element " + std::to_string(badOutput);
+  }
+  throw Error(loomInvalidUsage, message);
 }
 
 void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
@@ -379,6 +419,11 @@ void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
   context.abortFlag = &aborted_;
   context.peerPids = &peerPids_;
   context.operation = describeCall(call, sequence);
+  if (settings_.checkLevel >= 1) {
+    context.tag.sequence = sequence;
+    context.tag.call = algo::callDescriptor(call.collective, call.type, call.op, call.root, call.count);
+    context.tag.describe = algo::describeCallDescriptor;
+  }
   const size_t messageBytes = call.count * shape.elementBytes *
                               (call.collective == algo::Collective::AllReduce || call.collective == algo::Collective::Broadcast ||
                                        call.collective == algo::Collective::Reduce

@@ -107,6 +107,8 @@ class Communicator {
   void endTurn(uint64_t ticket);
   void runCall(const CollectiveCall& call, uint64_t sequence);
   std::string describeCall(const CollectiveCall& call, uint64_t sequence) const;
+  size_t nonFiniteInput(const CollectiveCall& call) const;
+  void checkFinite(const CollectiveCall& call, uint64_t sequence, size_t badInput) const;
   void agreeOnSetup(const char* stage, const std::function<void()>& setup);
   const algo::Schedule& scheduleFor(const CollectiveCall& call, const algo::CollectiveShape& shape);
   void* scratch(size_t bytes);

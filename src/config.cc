@@ -62,6 +62,7 @@ CommSettings resolveSettings(const loomConfig_t* config) {
   settings.crossMemoryEnabled = envInteger("LOOM_CMA", 0, 0, 1) == 1;
   settings.streamCopyBytes = envInteger("LOOM_STREAM_COPY_BYTES", settings.streamCopyBytes, 0, INT64_MAX);
   settings.streamReduceBytes = envInteger("LOOM_STREAM_REDUCE_BYTES", settings.streamReduceBytes, 0, INT64_MAX);
+  settings.checkLevel = static_cast<int>(envInteger("LOOM_CHECK", settings.checkLevel, 0, 2));
 
   if (config == nullptr) return settings;
   // The first three fields tell us which layout the caller compiled against.

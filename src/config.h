@@ -30,6 +30,10 @@ struct CommSettings {
   // Messages at least this large write received data with non-temporal stores.
   size_t streamCopyBytes = INT64_MAX;     // LOOM_STREAM_COPY_BYTES (default: never)
   size_t streamReduceBytes = INT64_MAX;   // LOOM_STREAM_REDUCE_BYTES (default: never)
+  // LOOM_CHECK: 0 trusts the ranks to agree on every call; 1 (default) compares each call's
+  // collective, type, op, root and count across ranks (loomInvalidUsage on a mismatch);
+  // 2 also checks reduction inputs and results for NaN and infinity.
+  int checkLevel = 1;
 };
 
 // Validates `config` (may be null) and merges it with the environment. Throws

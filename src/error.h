@@ -21,6 +21,14 @@ class Error : public std::runtime_error {
   loomResult_t code_;
 };
 
+// An error whose message already says what happened and who caused it (a peer's own failure
+// report, ranks disagreeing on a call): callers add context but need not look for a dead
+// peer behind it.
+class ExplainedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // "what: strerror(errno) (errno N)" for system call failures.
 inline std::string errnoText(int err) {
   return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";

@@ -22,22 +22,12 @@
 #include "../src/bootstrap.h"
 #include "doorbell.h"
 #include "shm_segment.h"
+#include "transport.h"
 
 namespace loom::transport {
 
 // What a rank posts about its call: peers compare it with their own (mismatched collectives
 // become errors instead of corruption) and, for single-copy calls, read the buffer addresses.
-struct CallDescriptor {
-  uint8_t collective;
-  uint8_t type;
-  uint8_t op;
-  uint8_t flags;  // bit 0: in place
-  int32_t root;
-  uint64_t count;
-  bool operator==(const CallDescriptor&) const = default;
-};
-static_assert(sizeof(CallDescriptor) == 16);
-
 struct alignas(64) PostHeader {
   std::atomic<uint64_t> sequence;  // the call this slot describes; written last
   uint64_t reserved;

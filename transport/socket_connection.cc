@@ -1,12 +1,16 @@
 #include "socket_connection.h"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "src/error.h"
+#include "src/log.h"
 
 namespace loom::transport {
 
@@ -23,8 +27,8 @@ constexpr size_t kProgressBudget = 4 << 20;
 }  // namespace
 
 SocketConnection::SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes,
-                                   size_t stripeBytes)
-    : self_(selfRank), peer_(peer), stripe_(stripeBytes) {
+                                   size_t stripeBytes, FaultPlan faults)
+    : self_(selfRank), peer_(peer), stripe_(stripeBytes), faults_(faults) {
   if (lanes.empty()) throwInternal("SocketConnection needs at least one socket");
   if (stripeBytes == 0 || stripeBytes % kDeliveryAlign != 0) {
     throwArgument("socket stripe size " + std::to_string(stripeBytes) +
@@ -41,6 +45,68 @@ void SocketConnection::shutdown() {
     // Failures (ENOTCONN: the peer already went) need no answer: the point is the peer's EOF.
     if (lane.socket.valid()) ::shutdown(lane.socket.fd(), SHUT_RDWR);
   }
+}
+
+void SocketConnection::fail(int code, const std::string& reason) {
+  const bool atBoundary = sendRemaining_ == 0 && sendHeaderSent_ == kWireHeaderBytes;
+  if (atBoundary && !lanes_.empty() && lanes_[0].socket.valid()) {
+    WireHeader header;
+    header.kind = FrameKind::Failure;
+    header.code = code;
+    header.bytes = std::min(reason.size(), kMaxFailureReasonBytes);
+    std::vector<uint8_t> frame(kWireHeaderBytes + header.bytes);
+    encodeWireHeader(header, frame.data());
+    std::memcpy(frame.data() + kWireHeaderBytes, reason.data(), header.bytes);
+    // One non-blocking attempt: a full socket buffer means the peer is not reading, and a
+    // partial frame reads as EOF there, which is an error too.
+    (void)::send(lanes_[0].socket.fd(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  shutdown();
+}
+
+ssize_t SocketConnection::sendOn(size_t lane, const void* data, size_t bytes, const void* more, size_t moreBytes) {
+  if (faults_.closeAfterBytes >= 0) {
+    const uint64_t limit = static_cast<uint64_t>(faults_.closeAfterBytes);
+    if (bytesSent_ >= limit) {
+      shutdown();
+      throw Error(loomSystemError, "rank " + std::to_string(self_) + ": LOOM_FAULT close_after=" +
+                                       std::to_string(limit) + " closed the connection to peer rank " +
+                                       std::to_string(peer_) + " (socket)");
+    }
+    const uint64_t left = limit - bytesSent_;
+    if (bytes >= left) {
+      bytes = static_cast<size_t>(left);
+      moreBytes = 0;
+    } else {
+      moreBytes = std::min<uint64_t>(moreBytes, left - bytes);
+    }
+  }
+  if (faults_.shortIo > 0) {
+    if (bytes >= faults_.shortIo) {
+      bytes = faults_.shortIo;
+      moreBytes = 0;
+    } else {
+      moreBytes = std::min(moreBytes, faults_.shortIo - bytes);
+    }
+  }
+  ssize_t n;
+  if (moreBytes == 0) {
+    n = ::send(lanes_[lane].socket.fd(), data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } else {
+    // Header and the first payload run in one system call.
+    iovec parts[2] = {{const_cast<void*>(data), bytes}, {const_cast<void*>(more), moreBytes}};
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = 2;
+    n = ::sendmsg(lanes_[lane].socket.fd(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  if (n > 0) bytesSent_ += static_cast<uint64_t>(n);
+  return n;
+}
+
+ssize_t SocketConnection::recvOn(size_t lane, void* data, size_t bytes) {
+  if (faults_.shortIo > 0) bytes = std::min(bytes, faults_.shortIo);
+  return ::recv(lanes_[lane].socket.fd(), data, bytes, MSG_DONTWAIT);
 }
 
 size_t SocketConnection::shareOf(size_t lane, size_t total) const {
@@ -65,6 +131,14 @@ size_t SocketConnection::runLength(size_t lane, size_t shareOffset, size_t total
 
 void SocketConnection::postSend(const void* data, size_t bytes) {
   if (sendRemaining_ != 0) throwInternal("socket postSend while a send is in flight");
+  if (faults_.delayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(faults_.delayMs));
+  WireHeader header;
+  header.sequence = tag_.sequence;
+  header.call = tag_.call;
+  header.bytes = bytes;
+  encodeWireHeader(header, sendHeader_);
+  if (static_cast<int64_t>(++messagesSent_) == faults_.corruptHeader) sendHeader_[0] ^= 0xff;
+  sendHeaderSent_ = 0;
   sendData_ = static_cast<const uint8_t*>(data);
   sendBytes_ = bytes;
   sendRemaining_ = bytes;
@@ -79,6 +153,8 @@ void SocketConnection::postRecv(size_t bytes, RecvSink* sink) {
   sink_ = sink;
   recvBytes_ = bytes;
   recvRemaining_ = bytes;
+  recvHeaderGot_ = 0;
+  headerChecked_ = false;
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& lane = lanes_[i];
     lane.recvShare = shareOf(i, bytes);
@@ -103,10 +179,27 @@ bool SocketConnection::progressSend(size_t index) {
   Lane& lane = lanes_[index];
   size_t budget = kProgressBudget;
   bool moved = false;
+  while (index == 0 && sendHeaderSent_ < kWireHeaderBytes) {
+    const size_t headerLeft = kWireHeaderBytes - sendHeaderSent_;
+    const size_t length = std::min(runLength(0, 0, sendBytes_), budget);
+    ssize_t n = sendOn(0, sendHeader_ + sendHeaderSent_, headerLeft, sendData_, length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      fail("sending to", errno);
+    }
+    moved = true;
+    const size_t headerPart = std::min(static_cast<size_t>(n), headerLeft);
+    sendHeaderSent_ += headerPart;
+    const size_t payloadPart = static_cast<size_t>(n) - headerPart;
+    lane.sent += payloadPart;
+    sendRemaining_ -= payloadPart;
+    budget -= payloadPart;
+  }
   while (lane.sent < lane.sendShare && budget > 0) {
     const size_t offset = messageOffset(index, lane.sent);
     const size_t length = std::min(runLength(index, lane.sent, sendBytes_), budget);
-    ssize_t n = ::send(lane.socket.fd(), sendData_ + offset, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = sendOn(index, sendData_ + offset, length);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -120,9 +213,76 @@ bool SocketConnection::progressSend(size_t index) {
   return moved;
 }
 
+bool SocketConnection::progressHeader() {
+  bool moved = false;
+  while (!headerChecked_) {
+    // Either the header, or the reason that follows a Failure header.
+    const bool reading_reason = failureExpected_ > 0;
+    uint8_t* into = reading_reason ? reinterpret_cast<uint8_t*>(failureReason_.data()) + failureGot_
+                                   : recvHeader_ + recvHeaderGot_;
+    const size_t wanted = reading_reason ? failureExpected_ - failureGot_ : kWireHeaderBytes - recvHeaderGot_;
+    ssize_t n = recvOn(0, into, wanted);
+    if (n == 0) fail("receiving from", 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      fail("receiving from", errno);
+    }
+    moved = true;
+    if (reading_reason) {
+      failureGot_ += static_cast<size_t>(n);
+    } else {
+      recvHeaderGot_ += static_cast<size_t>(n);
+      if (recvHeaderGot_ < kWireHeaderBytes) continue;
+      const WireHeader header = decodeWireHeader(recvHeader_, peer_);
+      if (header.kind == FrameKind::Data) {
+        checkHeader(header);
+        headerChecked_ = true;
+        return true;
+      }
+      failure_ = header;
+      failureExpected_ = header.bytes;  // bounded by decodeWireHeader
+      failureReason_.assign(failureExpected_, '\0');
+      failureGot_ = 0;
+    }
+    if (failureGot_ == failureExpected_) {
+      const std::string reason = failureReason_.empty() ? "(no reason given)" : failureReason_;
+      throw ExplainedError(static_cast<loomResult_t>(failure_.code),
+                           "peer rank " + std::to_string(peer_) + " failed: " + reason);
+    }
+  }
+  return moved;
+}
+
+void SocketConnection::checkHeader(const WireHeader& header) const {
+  const bool checked = tag_.sequence != 0 && header.sequence != 0;
+  if (checked && (header.sequence != tag_.sequence || !(header.call == tag_.call))) {
+    auto describe = [&](const CallDescriptor& call) {
+      return tag_.describe != nullptr ? tag_.describe(call) : "count " + std::to_string(call.count);
+    };
+    std::string theirs = describe(header.call);
+    if (header.sequence != tag_.sequence) theirs += " as call #" + std::to_string(header.sequence);
+    throw ExplainedError(loomInvalidUsage, "ranks disagree on call #" + std::to_string(tag_.sequence) + ": rank " +
+                                      std::to_string(self_) + " called " + describe(tag_.call) + " but rank " +
+                                      std::to_string(peer_) + " called " + theirs);
+  }
+  if (header.bytes != recvBytes_) {
+    throw ExplainedError(loomInvalidUsage, "peer rank " + std::to_string(peer_) +
+                                               " (socket) sent a message of " + std::to_string(header.bytes) +
+                                      " bytes where this rank expects " + std::to_string(recvBytes_) +
+                                      ": the ranks disagree on the call or on its settings");
+  }
+}
+
 bool SocketConnection::progressRecv(size_t index) {
   Lane& lane = lanes_[index];
-  if (char* destination = sink_->destination()) return progressRecvDirect(index, destination);
+  bool headerMoved = false;
+  if (!headerChecked_) {
+    if (index != 0) return false;  // other lanes wait until lane 0's header is checked
+    headerMoved = progressHeader();
+    if (!headerChecked_) return headerMoved;
+  }
+  if (char* destination = sink_->destination()) return progressRecvDirect(index, destination) || headerMoved;
   size_t budget = kProgressBudget;
   bool moved = false;
   // Invariant: staging holds bytes of a single block, starting at share offset `delivered`
@@ -131,7 +291,7 @@ bool SocketConnection::progressRecv(size_t index) {
     const size_t position = lane.delivered + lane.staged;
     const size_t room = lane.staging.size() - lane.staged;
     const size_t length = std::min(room, runLength(index, position, recvBytes_));
-    ssize_t n = ::recv(lane.socket.fd(), lane.staging.data() + lane.staged, length, MSG_DONTWAIT);
+    ssize_t n = recvOn(index, lane.staging.data() + lane.staged, length);
     if (n == 0) fail("receiving from", 0);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -154,7 +314,7 @@ bool SocketConnection::progressRecv(size_t index) {
       std::memmove(lane.staging.data(), lane.staging.data() + deliverable, lane.staged);
     }
   }
-  return moved;
+  return moved || headerMoved;
 }
 
 // A plain copy: the kernel writes the bytes where they belong, no staging and no second copy.
@@ -164,7 +324,7 @@ bool SocketConnection::progressRecvDirect(size_t index, char* destination) {
   bool moved = false;
   while (lane.delivered < lane.recvShare && budget > 0) {
     const size_t length = runLength(index, lane.delivered, recvBytes_);
-    ssize_t n = ::recv(lane.socket.fd(), destination + messageOffset(index, lane.delivered), length, MSG_DONTWAIT);
+    ssize_t n = recvOn(index, destination + messageOffset(index, lane.delivered), length);
     if (n == 0) fail("receiving from", 0);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -180,15 +340,74 @@ bool SocketConnection::progressRecvDirect(size_t index, char* destination) {
 }
 
 void SocketConnection::addPollFds(std::vector<pollfd>& fds) const {
-  for (const Lane& lane : lanes_) {
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const Lane& lane = lanes_[i];
     short events = 0;
-    if (recvRemaining_ != 0 && lane.delivered < lane.recvShare) events |= POLLIN;
+    // Until lane 0's header is checked only lane 0 is read.
+    if (recvRemaining_ != 0 && (headerChecked_ ? lane.delivered < lane.recvShare : i == 0)) events |= POLLIN;
     if (sendRemaining_ != 0 && lane.sent < lane.sendShare) events |= POLLOUT;
     if (events != 0) fds.push_back({lane.socket.fd(), events, 0});
   }
 }
 
-void SocketConnection::fail(const char* direction, int err) const {
+void SocketConnection::throwPeerReport() {
+  if (lanes_.empty() || !lanes_[0].socket.valid()) return;
+  if (recvRemaining_ != 0 && headerChecked_) {
+    // Mid-message: a report can only follow the message's end. Skip the rest of it if it is
+    // all here already (the call is failing; nobody uses these bytes).
+    std::vector<uint8_t> discard(64 * 1024);
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      Lane& lane = lanes_[i];
+      const size_t received = lane.delivered + lane.staged;
+      size_t left = lane.recvShare - std::min(lane.recvShare, received);
+      while (left > 0) {
+        const ssize_t n = ::recv(lane.socket.fd(), discard.data(), std::min(left, discard.size()), MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        left -= static_cast<size_t>(n);
+      }
+      lane.delivered = lane.recvShare;
+      lane.staged = 0;
+    }
+    recvRemaining_ = 0;
+    headerChecked_ = false;
+    recvHeaderGot_ = 0;
+  }
+  for (;;) {
+    const bool readingReason = failureExpected_ > 0;
+    uint8_t* into = readingReason ? reinterpret_cast<uint8_t*>(failureReason_.data()) + failureGot_
+                                  : recvHeader_ + recvHeaderGot_;
+    const size_t wanted = readingReason ? failureExpected_ - failureGot_ : kWireHeaderBytes - recvHeaderGot_;
+    const ssize_t n = ::recv(lanes_[0].socket.fd(), into, wanted, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nothing (more) there: no report
+    if (readingReason) {
+      failureGot_ += static_cast<size_t>(n);
+    } else {
+      recvHeaderGot_ += static_cast<size_t>(n);
+      if (recvHeaderGot_ < kWireHeaderBytes) continue;
+      if (net::getU32(recvHeader_) != kWireMagic || recvHeader_[4] != static_cast<uint8_t>(FrameKind::Failure)) {
+        return;
+      }
+      try {
+        failure_ = decodeWireHeader(recvHeader_, peer_);
+      } catch (const Error&) {
+        return;
+      }
+      failureExpected_ = failure_.bytes;
+      failureReason_.assign(failureExpected_, '\0');
+      failureGot_ = 0;
+    }
+    if (failureExpected_ > 0 && failureGot_ == failureExpected_) {
+      throw ExplainedError(static_cast<loomResult_t>(failure_.code),
+                           "peer rank " + std::to_string(peer_) + " failed: " + failureReason_);
+    }
+  }
+}
+
+void SocketConnection::fail(const char* direction, int err) {
+  // The peer may have closed after telling us why: a Failure frame beats a bare EOF.
+  if (err == 0 || err == ECONNRESET || err == EPIPE) throwPeerReport();
   const std::string where = "rank " + std::to_string(self_) + " " + direction + " peer rank " +
                             std::to_string(peer_) + " (socket)";
   const std::string state = recvRemaining_ != 0

@@ -1,14 +1,18 @@
 // One TCP peer: k authenticated, non-blocking sockets ("lanes"). A message is cut into blocks
 // of stripeBytes; block i travels on lane i % k, so a large message uses every lane while a
 // small one (< stripeBytes) goes on lane 0 only. Each lane carries its share of every message
-// in order, so both sides can compute which message bytes each lane holds from the size alone
-// and no framing is needed. Lanes progress independently.
+// in order, so both sides can compute which message bytes each lane holds from the size alone.
+// Lane 0 puts a header (socket_wire.h) before its share: the receiver reads and checks it, and
+// only then the other lanes, so a peer in another call, a corrupt stream or a peer's failure
+// report is caught before any payload byte is used. Lanes progress independently.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "fault_injection.h"
+#include "socket_wire.h"
 #include "src/bootstrap_net.h"
 #include "transport.h"
 
@@ -17,7 +21,8 @@ namespace loom::transport {
 class SocketConnection final : public Connection {
  public:
   // `lanes[i]` is the socket with index i; stripeBytes is a positive multiple of 16.
-  SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes, size_t stripeBytes);
+  SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes, size_t stripeBytes,
+                   FaultPlan faults = {});
   ~SocketConnection() override;
 
   void postSend(const void* data, size_t bytes) override;
@@ -28,9 +33,16 @@ class SocketConnection final : public Connection {
   int peer() const override { return peer_; }
   const char* kind() const override { return "socket"; }
   void addPollFds(std::vector<pollfd>& fds) const override;
+  void setCallTag(const CallTag& tag) override { tag_ = tag; }
+  // Drains what is left of a message being received (discarding it), then reads a Failure
+  // frame if lane 0 holds a whole one.
+  void throwPeerReport() override;
   // Shuts every lane down both ways: the peer reads EOF at once (and fails its call) instead
   // of waiting for data this side will never send. The sockets stay open until destruction.
   void shutdown();
+  // After this rank's call failed: if no message is half sent, tells the peer why in a
+  // Failure frame (best effort, never blocks), then shuts down.
+  void fail(int code, const std::string& reason);
 
   // Bytes each lane reads at once before handing them to the sink.
   static constexpr size_t kStagingBytes = 256 * 1024;
@@ -56,7 +68,13 @@ class SocketConnection final : public Connection {
 
   bool progressSend(size_t lane);
   bool progressRecv(size_t lane);
-  [[noreturn]] void fail(const char* direction, int err) const;
+  // Lane 0 before its share: reads the header, then a failure report if that is what comes.
+  bool progressHeader();
+  void checkHeader(const WireHeader& header) const;
+  // send/recv with LOOM_FAULT applied (short_io, close_after).
+  ssize_t sendOn(size_t lane, const void* data, size_t bytes, const void* more = nullptr, size_t moreBytes = 0);
+  ssize_t recvOn(size_t lane, void* data, size_t bytes);
+  [[noreturn]] void fail(const char* direction, int err);
 
   int self_;
   int peer_;
@@ -69,6 +87,21 @@ class SocketConnection final : public Connection {
   RecvSink* sink_ = nullptr;
   size_t recvBytes_ = 0;
   size_t recvRemaining_ = 0;  // bytes not yet delivered
+
+  CallTag tag_;
+  uint8_t sendHeader_[kWireHeaderBytes] = {};
+  size_t sendHeaderSent_ = kWireHeaderBytes;  // < kWireHeaderBytes while the header goes out
+  uint8_t recvHeader_[kWireHeaderBytes] = {};
+  size_t recvHeaderGot_ = 0;
+  bool headerChecked_ = false;  // the current receive's header arrived and matched
+  WireHeader failure_;          // a Failure frame being read (failureExpected_ > 0)
+  size_t failureExpected_ = 0;
+  size_t failureGot_ = 0;
+  std::string failureReason_;
+
+  FaultPlan faults_;
+  uint64_t bytesSent_ = 0;     // headers included, for close_after
+  uint64_t messagesSent_ = 0;  // for corrupt_header
 };
 
 }  // namespace loom::transport

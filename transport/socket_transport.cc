@@ -19,7 +19,7 @@ namespace loom::transport {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x53544d4cu;  // "LMTS"
-constexpr uint16_t kHelloVersion = 1;
+constexpr uint16_t kHelloVersion = 2;  // 2: messages framed (socket_wire.h)
 // magic u32 | version u16 | socket index u16 | from u32 | to u32 | sockets per peer u32 |
 // 0 u32 | stripe bytes u64 | commUid u64
 constexpr size_t kHelloBytes = 40;
@@ -64,8 +64,10 @@ class SocketTransportImpl final : public SocketTransport {
  public:
   SocketTransportImpl(Bootstrap& bootstrap, const std::vector<int>& peers,
                       const SocketOptions& options)
-      : bootstrap_(bootstrap), options_(options), rank_(bootstrap.rank()) {
+      : bootstrap_(bootstrap), options_(options), rank_(bootstrap.rank()),
+        faults_(FaultPlan::fromEnvironment(bootstrap.rank())) {
     who_ = "rank " + std::to_string(rank_) + " socket transport";
+    if (faults_.any()) LOOM_WARN(NET, "%s: LOOM_FAULT injects %s", who_.c_str(), faults_.describe().c_str());
     validate(peers);
     net::Socket listener;
     std::vector<uint8_t> table(net::kWireAddressBytes * bootstrap.size());
@@ -101,8 +103,8 @@ class SocketTransportImpl final : public SocketTransport {
     return found->second.get();
   }
 
-  void shutdownAll() override {
-    for (auto& [peer, connection] : connections_) connection->shutdown();
+  void failAll(int code, const std::string& reason) override {
+    for (auto& [peer, connection] : connections_) connection->fail(code, reason);
   }
 
  private:
@@ -146,7 +148,7 @@ class SocketTransportImpl final : public SocketTransport {
       net::writeFully(sock.fd(), hello, sizeof(hello), deadline, nullptr, what);
       lanes.push_back(std::move(sock));
     }
-    return std::make_unique<SocketConnection>(rank_, peer, std::move(lanes), options_.stripeBytes);
+    return std::make_unique<SocketConnection>(rank_, peer, std::move(lanes), options_.stripeBytes, faults_);
   }
 
   void acceptFrom(const std::vector<int>& lower, const net::Socket& listener,
@@ -198,7 +200,7 @@ class SocketTransportImpl final : public SocketTransport {
     }
     for (auto& [peer, sockets] : lanes) {
       connections_[peer] =
-          std::make_unique<SocketConnection>(rank_, peer, std::move(sockets), options_.stripeBytes);
+          std::make_unique<SocketConnection>(rank_, peer, std::move(sockets), options_.stripeBytes, faults_);
     }
   }
 
@@ -216,6 +218,7 @@ class SocketTransportImpl final : public SocketTransport {
   SocketOptions options_;
   int rank_;
   std::string who_;
+  FaultPlan faults_;
   std::map<int, std::unique_ptr<SocketConnection>> connections_;
 };
 

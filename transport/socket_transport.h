@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../src/bootstrap.h"
@@ -22,10 +23,12 @@ class SocketTransport {
  public:
   virtual ~SocketTransport() = default;
   virtual Connection* connection(int peer) = 0;
-  // After a failed call (the communicator is unusable): shuts every connection down so that
-  // the peers' calls fail at once with EOF instead of waiting for their timeout. This is how a
-  // failure reaches ranks on other hosts, which cannot check this host's processes.
-  virtual void shutdownAll() = 0;
+  // After a failed call (the communicator is unusable): tells every peer why where a message
+  // boundary allows (a Failure frame: the peer fails with the same code and reason) and shuts
+  // every connection down, so that the peers' calls fail at once instead of waiting for their
+  // timeout. This is how a failure reaches ranks on other hosts, which cannot check this
+  // host's processes.
+  virtual void failAll(int code, const std::string& reason) = 0;
 };
 
 // Collective over `bootstrap`: every rank calls it with its list of socket peers (symmetric;

@@ -12,11 +12,39 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace loom::transport {
 
 class Doorbell;
+
+// What every rank must agree on about one collective call. The in-place flag is each rank's
+// own business and is not compared.
+struct CallDescriptor {
+  uint8_t collective;
+  uint8_t type;
+  uint8_t op;
+  uint8_t flags;  // bit 0: in place
+  int32_t root;
+  uint64_t count;
+  bool operator==(const CallDescriptor&) const = default;
+};
+static_assert(sizeof(CallDescriptor) == 16);
+
+// Names a descriptor for error messages ("allreduce(count 4096, float32, sum)"); supplied by
+// the layer that knows collectives, so transports need not.
+using DescribeCall = std::string (*)(const CallDescriptor&);
+
+// The call a connection's messages belong to. Transports that frame their messages (sockets)
+// send it with each one and compare what arrives with their own: ranks that disagree on a
+// call fail with loomInvalidUsage naming both views instead of mixing data (LOOM_CHECK).
+// sequence 0: not checked.
+struct CallTag {
+  uint64_t sequence = 0;
+  CallDescriptor call{};
+  DescribeCall describe = nullptr;
+};
 
 // Where received bytes go. The transport hands over each piece of the message as soon as it
 // is readable, possibly out of order; `offset` is the piece's position in the message and
@@ -60,6 +88,13 @@ class Connection {
   // For sleeping when nothing moves: a socket adds its fd with the events it waits for;
   // shared memory instead rings this rank's doorbell when it posts data or frees space.
   virtual void addPollFds(std::vector<pollfd>& /*fds*/) const {}
+
+  // The call the next messages belong to (see CallTag); set before they are posted.
+  virtual void setCallTag(const CallTag& /*tag*/) {}
+  // Error path only, after another connection failed: if the peer has reported its own
+  // failure on this connection (sockets: a Failure frame), throws it as loom::ExplainedError;
+  // otherwise returns. Never blocks. The connection is unusable afterwards.
+  virtual void throwPeerReport() {}
 };
 
 }  // namespace loom::transport
