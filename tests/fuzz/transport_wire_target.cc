@@ -2,7 +2,9 @@
 //
 // First input byte, low bit, picks the code under test:
 //   0: transport::SocketConnection receiving one message striped over 1-4 lanes: the fuzzer
-//      picks lanes, stripe, size, whether the sink takes bytes in place, and how the bytes of
+//      picks lanes, stripe, size, whether the sink takes bytes in place, the frame header on
+//      lane 0 (honest, fuzzed after the magic, or a Failure report with a fuzzed code and
+//      reason: those may fail, as loom::Error only), and how the bytes of
 //      each lane arrive (which lane next, how many bytes, whether a lane closes early); the
 //      received message must equal what was sent, every delivery must stay inside the message
 //      and be cut at 16-byte boundaries. An independent model of the striping (block i on lane
@@ -25,6 +27,7 @@
 #include "src/error.h"
 #include "transport/socket_connection.h"
 #include "transport/socket_transport.h"
+#include "transport/socket_wire.h"
 
 namespace loom::fuzz {
 
@@ -84,11 +87,37 @@ void receiveStriped(InputReader& input) {
     theirs.push_back(std::move(other));
   }
   transport::SocketConnection connection(1, 0, std::move(ours), stripe);
+  transport::CallTag tag;
+  tag.sequence = 5;
+  tag.call = transport::CallDescriptor{1, 7, 0, 0, 0, bytes};
+  connection.setCallTag(tag);
   CheckingSink sink(bytes, inPlace);
   connection.postRecv(bytes, &sink);
   std::vector<std::vector<char>> pending(lanes);
   std::vector<size_t> written(lanes, 0);
   for (size_t i = 0; i < lanes; ++i) pending[i] = laneBytes(sent, lanes, stripe, i);
+
+  // Lane 0 starts with the frame header (transport/socket_wire.h).
+  const uint8_t headerMode = input.byte() % 4;
+  const bool fuzzedHeader = headerMode >= 2;
+  transport::WireHeader header;
+  header.sequence = tag.sequence;
+  header.call = tag.call;
+  header.bytes = bytes;
+  std::vector<uint8_t> frame(transport::kWireHeaderBytes);
+  if (headerMode == 3) {
+    header.kind = transport::FrameKind::Failure;
+    header.code = static_cast<int32_t>(input.byte() % 10) - 1;
+    header.bytes = input.byte() % 64;
+  }
+  transport::encodeWireHeader(header, frame.data());
+  if (headerMode == 2) {
+    for (size_t i = 4; i < frame.size(); ++i) frame[i] = input.byte();
+  }
+  if (headerMode == 3) {
+    for (size_t i = 0; i < header.bytes; ++i) frame.push_back(input.byte());
+  }
+  pending[0].insert(pending[0].begin(), frame.begin(), frame.end());
   bool closedEarly = false;
   try {
     // Feed the lanes in pieces the input chooses; once the input is used up, everything left.
@@ -118,7 +147,7 @@ void receiveStriped(InputReader& input) {
       connection.progress();
     }
   } catch (const Error& error) {
-    check(closedEarly, std::string("receive failed without a closed lane: ") + error.what());
+    check(closedEarly || fuzzedHeader, std::string("receive failed without a closed lane: ") + error.what());
     return;
   }
   if (closedEarly && !connection.recvDone()) return;
@@ -169,7 +198,7 @@ net::Socket connectOnce(const sockaddr_storage& address) {
 std::vector<uint8_t> honestHello(const Peer0Plan& plan, int index) {
   std::vector<uint8_t> hello(40, 0);
   net::putU32(hello.data(), 0x53544d4cu);  // "LMTS"
-  net::putU16(hello.data() + 4, 1);
+  net::putU16(hello.data() + 4, 2);  // transport/socket_transport.cc kHelloVersion
   net::putU16(hello.data() + 6, static_cast<uint16_t>(index));
   net::putU32(hello.data() + 8, 0);
   net::putU32(hello.data() + 12, 1);
