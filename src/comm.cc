@@ -334,13 +334,15 @@ void Communicator::run(const CollectiveCall& call, uint64_t ticket) {
   try {
     runCall(call, sequence);
   } catch (const Error& error) {
-    // Peers on other hosts learn of it from a Failure frame, or by EOF.
+    // Peers learn of it from a failure report (socket frame, shm slot), or by EOF.
     if (sockets_) sockets_->failAll(error.code(), error.what());
+    if (shm_) shm_->failAll(error.code(), error.what());
     if (revoked()) throw;  // stopped on purpose: not an error of the communicator
     recordAsyncError(error.code(), error.what());
     throw;
   } catch (const std::exception& error) {
     if (sockets_) sockets_->failAll(loomInternalError, error.what());
+    if (shm_) shm_->failAll(loomInternalError, error.what());
     if (revoked()) throw;
     recordAsyncError(loomInternalError, error.what());
     throw;

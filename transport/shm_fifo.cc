@@ -10,7 +10,7 @@ namespace loom::transport {
 
 namespace {
 constexpr uint64_t kFifoMagic = 0x314f46494d4f4f4cull;  // "LOOMFIF1" little-endian
-constexpr uint32_t kFifoVersion = 1;
+constexpr uint32_t kFifoVersion = 2;  // 2: slots carry the call (CallTag)
 constexpr size_t kCacheLine = 64;
 
 std::string fifoLabel(int fromRank, int toRank) {
@@ -121,13 +121,17 @@ uint32_t ShmFifo::freeSlots() {
   return static_cast<uint32_t>(geometry_.slotCount - used);
 }
 
-void ShmFifo::push(const void* data, uint32_t bytes, uint64_t offset, uint32_t messageSeq) {
+void ShmFifo::push(const void* data, uint32_t bytes, uint64_t offset, uint32_t messageSeq, const CallTag& tag,
+                   int32_t failureCode) {
   char* target = slot(head_);
   auto* header = reinterpret_cast<ShmSlotHeader*>(target);
   header->slotSeq = head_;
   header->offset = offset;
   header->bytes = bytes;
   header->messageSeq = messageSeq;
+  header->callSequence = tag.sequence;
+  header->call = tag.call;
+  header->failureCode = failureCode;
   std::memcpy(target + sizeof(ShmSlotHeader), data, bytes);
   ++head_;
   control().head.store(head_, std::memory_order_release);

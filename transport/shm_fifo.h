@@ -17,6 +17,7 @@
 #include <string>
 
 #include "shm_segment.h"
+#include "transport.h"
 
 namespace loom::transport {
 
@@ -32,7 +33,11 @@ struct alignas(64) ShmSlotHeader {
   uint64_t offset;      // where the piece starts in its message
   uint32_t bytes;       // payload bytes used
   uint32_t messageSeq;  // which message of this direction (wraps)
+  uint64_t callSequence;  // the call the message belongs to (CallTag; 0: unchecked)
+  CallDescriptor call;
+  int32_t failureCode;  // nonzero: not data but the sender's failure report (payload: reason)
 };
+static_assert(sizeof(ShmSlotHeader) == 64);
 
 class ShmFifo {
  public:
@@ -63,7 +68,8 @@ class ShmFifo {
   // Slots the producer may fill now.
   uint32_t freeSlots();
   // Copies `bytes` (<= slotBytes) into the next free slot and publishes it. Needs a free slot.
-  void push(const void* data, uint32_t bytes, uint64_t offset, uint32_t messageSeq);
+  void push(const void* data, uint32_t bytes, uint64_t offset, uint32_t messageSeq, const CallTag& tag = {},
+            int32_t failureCode = 0);
 
   // ---- Consumer side ----
   // Slots filled and not yet freed. Throws loomRemoteError if the producer's counter is

@@ -78,8 +78,33 @@ class ShmConnection final : public Connection {
   bool recvDone() const override { return recvSink_ == nullptr; }
   int peer() const override { return peer_; }
   const char* kind() const override { return "shm"; }
+  void setCallTag(const CallTag& tag) override { tag_ = tag; }
+
+  void fail(int code, const std::string& reason) {
+    // At a message boundary only: nothing in flight, or a message posted but not started.
+    if ((sendData_ != nullptr && sendOffset_ != 0) || outgoing_.freeSlots() == 0) return;
+    sendData_ = nullptr;
+    const size_t bytes = std::min(reason.size(), outgoing_.geometry().slotBytes);
+    outgoing_.push(reason.data(), static_cast<uint32_t>(bytes), 0, sendMessageSeq_, CallTag{}, code);
+    peerBell_.ring();
+  }
+
+  void throwPeerReport() override {
+    if (recvOffset_ != 0 || incoming_.filledSlots() == 0) return;
+    throwIfFailureReport(incoming_.frontHeader());
+  }
 
  private:
+  void throwIfFailureReport(const ShmSlotHeader& header) const {
+    if (header.failureCode == 0) return;
+    const loomResult_t code = header.failureCode > 0 && header.failureCode < loomNumResults
+                                  ? static_cast<loomResult_t>(header.failureCode)
+                                  : loomRemoteError;
+    const size_t bytes = std::min<size_t>(header.bytes, incoming_.geometry().slotBytes);
+    const std::string reason(static_cast<const char*>(incoming_.frontPayload()), bytes);
+    throw ExplainedError(code, "peer rank " + std::to_string(peer_) + " failed: " + reason);
+  }
+
   std::string where() const {
     return "shm: rank " + std::to_string(rank_) + ", peer " + std::to_string(peer_);
   }
@@ -96,7 +121,7 @@ class ShmConnection final : public Connection {
     while (budget > 0 && sendOffset_ < sendBytes_ && outgoing_.freeSlots() > 0) {
       const size_t piece = std::min(slotBytes, sendBytes_ - sendOffset_);
       outgoing_.push(sendData_ + sendOffset_, static_cast<uint32_t>(piece), sendOffset_,
-                     sendMessageSeq_);
+                     sendMessageSeq_, tag_);
       sendOffset_ += piece;
       --budget;
       moved = true;
@@ -116,6 +141,10 @@ class ShmConnection final : public Connection {
     while (budget > 0 && recvOffset_ < recvBytes_ && incoming_.filledSlots() > 0) {
       const size_t piece = std::min(slotBytes, recvBytes_ - recvOffset_);
       const ShmSlotHeader header = incoming_.frontHeader();
+      if (recvOffset_ == 0) {
+        throwIfFailureReport(header);
+        checkCall(header);
+      }
       if (header.messageSeq != recvMessageSeq_ || header.offset != recvOffset_ ||
           header.bytes != piece) {
         pieceMismatch(header, piece);
@@ -134,6 +163,20 @@ class ShmConnection final : public Connection {
     return moved;
   }
 
+  // The first piece of each message says which call it belongs to (LOOM_CHECK).
+  void checkCall(const ShmSlotHeader& header) const {
+    if (tag_.sequence == 0 || header.callSequence == 0) return;
+    if (header.callSequence == tag_.sequence && header.call == tag_.call) return;
+    auto describe = [&](const CallDescriptor& call) {
+      return tag_.describe != nullptr ? tag_.describe(call) : "count " + std::to_string(call.count);
+    };
+    std::string theirs = describe(header.call);
+    if (header.callSequence != tag_.sequence) theirs += " as call #" + std::to_string(header.callSequence);
+    throw ExplainedError(loomInvalidUsage, "ranks disagree on call #" + std::to_string(tag_.sequence) + ": rank " +
+                                               std::to_string(rank_) + " called " + describe(tag_.call) + " but rank " +
+                                               std::to_string(peer_) + " called " + theirs);
+  }
+
   [[noreturn]] void pieceMismatch(const ShmSlotHeader& header, size_t piece) const {
     throwRemote(where() + ": expected " + std::to_string(piece) + " bytes at offset " +
                 std::to_string(recvOffset_) + " of message " + std::to_string(recvMessageSeq_) +
@@ -145,6 +188,7 @@ class ShmConnection final : public Connection {
 
   const int rank_;
   const int peer_;
+  CallTag tag_;
   ShmFifo incoming_;
   ShmFifo outgoing_;
   ShmSegment peerBellSegment_;
@@ -172,6 +216,10 @@ class ShmTransportImpl final : public ShmTransport {
         connections_(std::move(connections)) {}
 
   Doorbell& doorbell() override { return doorbell_; }
+
+  void failAll(int code, const std::string& reason) override {
+    for (auto& [peer, connection] : connections_) connection->fail(code, reason);
+  }
 
   Connection* connection(int peer) override {
     auto found = connections_.find(peer);

@@ -30,6 +30,10 @@ class ShmTransport {
   virtual Doorbell& doorbell() = 0;  // this rank's: sleep on it
   // Connection to `peer` (one of the peers given at setup); owned by the ShmTransport.
   virtual Connection* connection(int peer) = 0;
+  // After a failed call: where no message is half sent and a slot is free, puts a failure
+  // report (code and reason) in each peer's FIFO instead of the next message, so the peer
+  // fails with the cause at once rather than waiting for its timeout.
+  virtual void failAll(int code, const std::string& reason) = 0;
 };
 
 // Collective over `bootstrap`: every rank calls it, each with its list of same-host peers

@@ -48,7 +48,10 @@ void SocketConnection::shutdown() {
 }
 
 void SocketConnection::fail(int code, const std::string& reason) {
-  const bool atBoundary = sendRemaining_ == 0 && sendHeaderSent_ == kWireHeaderBytes;
+  // At a message boundary only: nothing in flight, or a message posted but not a byte sent.
+  const bool atBoundary = (sendRemaining_ == 0 && sendHeaderSent_ == kWireHeaderBytes) ||
+                          (sendHeaderSent_ == 0 && sendRemaining_ == sendBytes_ &&
+                           std::all_of(lanes_.begin(), lanes_.end(), [](const Lane& lane) { return lane.sent == 0; }));
   if (atBoundary && !lanes_.empty() && lanes_[0].socket.valid()) {
     WireHeader header;
     header.kind = FrameKind::Failure;

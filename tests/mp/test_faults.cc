@@ -121,6 +121,16 @@ TEST(Mismatch, CountOverSharedMemoryFourRanks) {
   expectMismatchEverywhere(4, 3, Call{}, theirs, {"count 1000", "count 1001"});
 }
 
+// The ring over shared-memory FIFOs (no direct engine): slot headers carry the call, and a
+// failed rank puts a failure report in its peers' FIFOs, which travels round the ring.
+TEST(Mismatch, CountOverTheShmRingFourRanks) {
+  ScopedEnv env(EnvList{{"LOOM_TRANSPORT", "shm"}, {"LOOM_ALGO", "ring"}, {"LOOM_TIMEOUT_MS", "20000"}});
+  Call mine, theirs;
+  mine.count = 100000;
+  theirs.count = 100001;
+  expectMismatchEverywhere(4, 1, mine, theirs, {"count 100000", "count 100001"});
+}
+
 TEST(Mismatch, OpDatatypeRootAndCollectiveOverTcp) {
   ScopedEnv env(kTcp);
   Call op;
