@@ -107,9 +107,21 @@ ssize_t SocketConnection::sendOn(size_t lane, const void* data, size_t bytes, co
   return n;
 }
 
-ssize_t SocketConnection::recvOn(size_t lane, void* data, size_t bytes) {
-  if (faults_.shortIo > 0) bytes = std::min(bytes, faults_.shortIo);
-  return ::recv(lanes_[lane].socket.fd(), data, bytes, MSG_DONTWAIT);
+ssize_t SocketConnection::recvOn(size_t lane, void* data, size_t bytes, void* more, size_t moreBytes) {
+  if (faults_.shortIo > 0) {
+    if (bytes >= faults_.shortIo) {
+      bytes = faults_.shortIo;
+      moreBytes = 0;
+    } else {
+      moreBytes = std::min(moreBytes, faults_.shortIo - bytes);
+    }
+  }
+  if (moreBytes == 0) return ::recv(lanes_[lane].socket.fd(), data, bytes, MSG_DONTWAIT);
+  iovec parts[2] = {{data, bytes}, {more, moreBytes}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = 2;
+  return ::recvmsg(lanes_[lane].socket.fd(), &message, MSG_DONTWAIT);
 }
 
 size_t SocketConnection::shareOf(size_t lane, size_t total) const {
@@ -218,13 +230,33 @@ bool SocketConnection::progressSend(size_t index) {
 
 bool SocketConnection::progressHeader() {
   bool moved = false;
+  Lane& lane = lanes_[0];
   while (!headerChecked_) {
-    // Either the header, or the reason that follows a Failure header.
-    const bool reading_reason = failureExpected_ > 0;
-    uint8_t* into = reading_reason ? reinterpret_cast<uint8_t*>(failureReason_.data()) + failureGot_
-                                   : recvHeader_ + recvHeaderGot_;
-    const size_t wanted = reading_reason ? failureExpected_ - failureGot_ : kWireHeaderBytes - recvHeaderGot_;
-    ssize_t n = recvOn(0, into, wanted);
+    if (failureExpected_ > 0) {  // the reason that follows a Failure header
+      ssize_t n = recvOn(0, failureReason_.data() + failureGot_, failureExpected_ - failureGot_);
+      if (n == 0) fail("receiving from", 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+        fail("receiving from", errno);
+      }
+      moved = true;
+      failureGot_ += static_cast<size_t>(n);
+      if (failureGot_ == failureExpected_) throwFailureReport();
+      continue;
+    }
+    // The header and the start of lane 0's share in one system call: a small message costs
+    // one recv, as it would unframed. The payload part is used only once the header checks out.
+    char* destination = sink_->destination();
+    uint8_t* payload;
+    size_t payloadRoom = runLength(0, 0, recvBytes_);
+    if (destination != nullptr) {
+      payload = reinterpret_cast<uint8_t*>(destination);  // lane 0 starts at message offset 0
+    } else {
+      payload = lane.staging.data();
+      payloadRoom = std::min(payloadRoom, lane.staging.size());
+    }
+    const ssize_t n = recvOn(0, recvHeader_ + recvHeaderGot_, kWireHeaderBytes - recvHeaderGot_, payload, payloadRoom);
     if (n == 0) fail("receiving from", 0);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -232,29 +264,50 @@ bool SocketConnection::progressHeader() {
       fail("receiving from", errno);
     }
     moved = true;
-    if (reading_reason) {
-      failureGot_ += static_cast<size_t>(n);
-    } else {
-      recvHeaderGot_ += static_cast<size_t>(n);
-      if (recvHeaderGot_ < kWireHeaderBytes) continue;
-      const WireHeader header = decodeWireHeader(recvHeader_, peer_);
-      if (header.kind == FrameKind::Data) {
-        checkHeader(header);
-        headerChecked_ = true;
-        return true;
-      }
+    const size_t headerPart = std::min(static_cast<size_t>(n), kWireHeaderBytes - recvHeaderGot_);
+    const size_t payloadPart = static_cast<size_t>(n) - headerPart;
+    recvHeaderGot_ += headerPart;
+    if (recvHeaderGot_ < kWireHeaderBytes) continue;
+    const WireHeader header = decodeWireHeader(recvHeader_, peer_);
+    if (header.kind == FrameKind::Failure) {
       failure_ = header;
       failureExpected_ = header.bytes;  // bounded by decodeWireHeader
       failureReason_.assign(failureExpected_, '\0');
-      failureGot_ = 0;
+      failureGot_ = std::min(payloadPart, failureExpected_);
+      std::memcpy(failureReason_.data(), payload, failureGot_);
+      if (failureGot_ == failureExpected_) throwFailureReport();
+      continue;
     }
-    if (failureGot_ == failureExpected_) {
-      const std::string reason = failureReason_.empty() ? "(no reason given)" : failureReason_;
-      throw ExplainedError(static_cast<loomResult_t>(failure_.code),
-                           "peer rank " + std::to_string(peer_) + " failed: " + reason);
+    checkHeader(header);
+    headerChecked_ = true;
+    if (destination != nullptr) {
+      lane.delivered += payloadPart;
+      recvRemaining_ -= payloadPart;
+    } else {
+      lane.staged += payloadPart;
+      deliverStaged(0);
     }
   }
   return moved;
+}
+
+void SocketConnection::throwFailureReport() const {
+  const std::string reason = failureReason_.empty() ? "(no reason given)" : failureReason_;
+  throw ExplainedError(static_cast<loomResult_t>(failure_.code),
+                       "peer rank " + std::to_string(peer_) + " failed: " + reason);
+}
+
+void SocketConnection::deliverStaged(size_t index) {
+  Lane& lane = lanes_[index];
+  // A block's (or the message's) end is delivered whole; otherwise only whole 16-byte units.
+  const bool blockComplete = lane.staged == runLength(index, lane.delivered, recvBytes_);
+  const size_t deliverable = blockComplete ? lane.staged : lane.staged / kDeliveryAlign * kDeliveryAlign;
+  if (deliverable == 0) return;
+  sink_->deliver(messageOffset(index, lane.delivered), lane.staging.data(), deliverable);
+  lane.delivered += deliverable;
+  lane.staged -= deliverable;
+  recvRemaining_ -= deliverable;
+  if (lane.staged > 0) std::memmove(lane.staging.data(), lane.staging.data() + deliverable, lane.staged);
 }
 
 void SocketConnection::checkHeader(const WireHeader& header) const {
@@ -304,18 +357,7 @@ bool SocketConnection::progressRecv(size_t index) {
     lane.staged += static_cast<size_t>(n);
     budget -= std::min(budget, static_cast<size_t>(n));
     moved = true;
-    // A block's (or the message's) end is delivered whole; otherwise only whole 16-byte units.
-    const bool blockComplete = lane.staged == runLength(index, lane.delivered, recvBytes_);
-    const size_t deliverable =
-        blockComplete ? lane.staged : lane.staged / kDeliveryAlign * kDeliveryAlign;
-    if (deliverable == 0) continue;
-    sink_->deliver(messageOffset(index, lane.delivered), lane.staging.data(), deliverable);
-    lane.delivered += deliverable;
-    lane.staged -= deliverable;
-    recvRemaining_ -= deliverable;
-    if (lane.staged > 0) {
-      std::memmove(lane.staging.data(), lane.staging.data() + deliverable, lane.staged);
-    }
+    deliverStaged(index);
   }
   return moved || headerMoved;
 }

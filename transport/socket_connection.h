@@ -73,7 +73,11 @@ class SocketConnection final : public Connection {
   void checkHeader(const WireHeader& header) const;
   // send/recv with LOOM_FAULT applied (short_io, close_after).
   ssize_t sendOn(size_t lane, const void* data, size_t bytes, const void* more = nullptr, size_t moreBytes = 0);
-  ssize_t recvOn(size_t lane, void* data, size_t bytes);
+  ssize_t recvOn(size_t lane, void* data, size_t bytes, void* more = nullptr, size_t moreBytes = 0);
+  [[noreturn]] void throwFailureReport() const;
+  // Hands lane `index`'s staged bytes to the sink: a completed block whole, else whole
+  // 16-byte units (no element of any datatype is ever split between two deliveries).
+  void deliverStaged(size_t index);
   [[noreturn]] void fail(const char* direction, int err);
 
   int self_;

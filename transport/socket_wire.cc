@@ -45,6 +45,9 @@ WireHeader decodeWireHeader(const uint8_t* in, int peer) {
   header.call.count = net::getU64(in + 16);
   header.sequence = net::getU64(in + 24);
   header.bytes = net::getU64(in + 32);
+  for (size_t i = 40; i < kWireHeaderBytes; ++i) {
+    if (in[i] != 0) throw Error(loomRemoteError, from + " sent a message header with nonzero reserved bytes");
+  }
   if (header.kind == FrameKind::Failure) {
     if (header.code <= loomSuccess || header.code > loomInProgress) {
       throw Error(loomRemoteError, from + " reported a failure with an invalid code " + std::to_string(header.code));
