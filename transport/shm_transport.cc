@@ -143,7 +143,7 @@ class ShmConnection final : public Connection {
       const ShmSlotHeader header = incoming_.frontHeader();
       if (recvOffset_ == 0) {
         throwIfFailureReport(header);
-        checkCall(header);
+        checkSameCall(tag_, header.callSequence, header.call, rank_, peer_);  // LOOM_CHECK
       }
       if (header.messageSeq != recvMessageSeq_ || header.offset != recvOffset_ ||
           header.bytes != piece) {
@@ -161,20 +161,6 @@ class ShmConnection final : public Connection {
       ++recvMessageSeq_;
     }
     return moved;
-  }
-
-  // The first piece of each message says which call it belongs to (LOOM_CHECK).
-  void checkCall(const ShmSlotHeader& header) const {
-    if (tag_.sequence == 0 || header.callSequence == 0) return;
-    if (header.callSequence == tag_.sequence && header.call == tag_.call) return;
-    auto describe = [&](const CallDescriptor& call) {
-      return tag_.describe != nullptr ? tag_.describe(call) : "count " + std::to_string(call.count);
-    };
-    std::string theirs = describe(header.call);
-    if (header.callSequence != tag_.sequence) theirs += " as call #" + std::to_string(header.callSequence);
-    throw ExplainedError(loomInvalidUsage, "ranks disagree on call #" + std::to_string(tag_.sequence) + ": rank " +
-                                               std::to_string(rank_) + " called " + describe(tag_.call) + " but rank " +
-                                               std::to_string(peer_) + " called " + theirs);
   }
 
   [[noreturn]] void pieceMismatch(const ShmSlotHeader& header, size_t piece) const {

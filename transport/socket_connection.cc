@@ -107,6 +107,13 @@ ssize_t SocketConnection::sendOn(size_t lane, const void* data, size_t bytes, co
   return n;
 }
 
+size_t SocketConnection::transferred(ssize_t n, const char* direction) {
+  if (n > 0) return static_cast<size_t>(n);
+  if (n == 0) fail(direction, 0);  // a recv's EOF (a send of > 0 bytes never returns 0)
+  if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+  fail(direction, errno);
+}
+
 ssize_t SocketConnection::recvOn(size_t lane, void* data, size_t bytes, void* more, size_t moreBytes) {
   if (faults_.shortIo > 0) {
     if (bytes >= faults_.shortIo) {
@@ -197,16 +204,12 @@ bool SocketConnection::progressSend(size_t index) {
   while (index == 0 && sendHeaderSent_ < kWireHeaderBytes) {
     const size_t headerLeft = kWireHeaderBytes - sendHeaderSent_;
     const size_t length = std::min(runLength(0, 0, sendBytes_), budget);
-    ssize_t n = sendOn(0, sendHeader_ + sendHeaderSent_, headerLeft, sendData_, length);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
-      fail("sending to", errno);
-    }
+    const size_t n = transferred(sendOn(0, sendHeader_ + sendHeaderSent_, headerLeft, sendData_, length), "sending to");
+    if (n == 0) return moved;
     moved = true;
-    const size_t headerPart = std::min(static_cast<size_t>(n), headerLeft);
+    const size_t headerPart = std::min(n, headerLeft);
     sendHeaderSent_ += headerPart;
-    const size_t payloadPart = static_cast<size_t>(n) - headerPart;
+    const size_t payloadPart = n - headerPart;
     lane.sent += payloadPart;
     sendRemaining_ -= payloadPart;
     budget -= payloadPart;
@@ -214,15 +217,11 @@ bool SocketConnection::progressSend(size_t index) {
   while (lane.sent < lane.sendShare && budget > 0) {
     const size_t offset = messageOffset(index, lane.sent);
     const size_t length = std::min(runLength(index, lane.sent, sendBytes_), budget);
-    ssize_t n = sendOn(index, sendData_ + offset, length);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      fail("sending to", errno);
-    }
-    lane.sent += static_cast<size_t>(n);
-    sendRemaining_ -= static_cast<size_t>(n);
-    budget -= static_cast<size_t>(n);
+    const size_t n = transferred(sendOn(index, sendData_ + offset, length), "sending to");
+    if (n == 0) break;
+    lane.sent += n;
+    sendRemaining_ -= n;
+    budget -= n;
     moved = true;
   }
   return moved;
@@ -233,15 +232,11 @@ bool SocketConnection::progressHeader() {
   Lane& lane = lanes_[0];
   while (!headerChecked_) {
     if (failureExpected_ > 0) {  // the reason that follows a Failure header
-      ssize_t n = recvOn(0, failureReason_.data() + failureGot_, failureExpected_ - failureGot_);
-      if (n == 0) fail("receiving from", 0);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
-        fail("receiving from", errno);
-      }
+      const size_t n = transferred(recvOn(0, failureReason_.data() + failureGot_, failureExpected_ - failureGot_),
+                                   "receiving from");
+      if (n == 0) return moved;
       moved = true;
-      failureGot_ += static_cast<size_t>(n);
+      failureGot_ += n;
       if (failureGot_ == failureExpected_) throwFailureReport();
       continue;
     }
@@ -256,16 +251,13 @@ bool SocketConnection::progressHeader() {
       payload = lane.staging.data();
       payloadRoom = std::min(payloadRoom, lane.staging.size());
     }
-    const ssize_t n = recvOn(0, recvHeader_ + recvHeaderGot_, kWireHeaderBytes - recvHeaderGot_, payload, payloadRoom);
-    if (n == 0) fail("receiving from", 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
-      fail("receiving from", errno);
-    }
+    const size_t n = transferred(
+        recvOn(0, recvHeader_ + recvHeaderGot_, kWireHeaderBytes - recvHeaderGot_, payload, payloadRoom),
+        "receiving from");
+    if (n == 0) return moved;
     moved = true;
-    const size_t headerPart = std::min(static_cast<size_t>(n), kWireHeaderBytes - recvHeaderGot_);
-    const size_t payloadPart = static_cast<size_t>(n) - headerPart;
+    const size_t headerPart = std::min(n, kWireHeaderBytes - recvHeaderGot_);
+    const size_t payloadPart = n - headerPart;
     recvHeaderGot_ += headerPart;
     if (recvHeaderGot_ < kWireHeaderBytes) continue;
     const WireHeader header = decodeWireHeader(recvHeader_, peer_);
@@ -311,17 +303,7 @@ void SocketConnection::deliverStaged(size_t index) {
 }
 
 void SocketConnection::checkHeader(const WireHeader& header) const {
-  const bool checked = tag_.sequence != 0 && header.sequence != 0;
-  if (checked && (header.sequence != tag_.sequence || !(header.call == tag_.call))) {
-    auto describe = [&](const CallDescriptor& call) {
-      return tag_.describe != nullptr ? tag_.describe(call) : "count " + std::to_string(call.count);
-    };
-    std::string theirs = describe(header.call);
-    if (header.sequence != tag_.sequence) theirs += " as call #" + std::to_string(header.sequence);
-    throw ExplainedError(loomInvalidUsage, "ranks disagree on call #" + std::to_string(tag_.sequence) + ": rank " +
-                                      std::to_string(self_) + " called " + describe(tag_.call) + " but rank " +
-                                      std::to_string(peer_) + " called " + theirs);
-  }
+  checkSameCall(tag_, header.sequence, header.call, self_, peer_);
   if (header.bytes != recvBytes_) {
     throw ExplainedError(loomInvalidUsage, "peer rank " + std::to_string(peer_) +
                                                " (socket) sent a message of " + std::to_string(header.bytes) +
@@ -347,15 +329,10 @@ bool SocketConnection::progressRecv(size_t index) {
     const size_t position = lane.delivered + lane.staged;
     const size_t room = lane.staging.size() - lane.staged;
     const size_t length = std::min(room, runLength(index, position, recvBytes_));
-    ssize_t n = recvOn(index, lane.staging.data() + lane.staged, length);
-    if (n == 0) fail("receiving from", 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      fail("receiving from", errno);
-    }
-    lane.staged += static_cast<size_t>(n);
-    budget -= std::min(budget, static_cast<size_t>(n));
+    const size_t n = transferred(recvOn(index, lane.staging.data() + lane.staged, length), "receiving from");
+    if (n == 0) break;
+    lane.staged += n;
+    budget -= std::min(budget, n);
     moved = true;
     deliverStaged(index);
   }
@@ -369,16 +346,12 @@ bool SocketConnection::progressRecvDirect(size_t index, char* destination) {
   bool moved = false;
   while (lane.delivered < lane.recvShare && budget > 0) {
     const size_t length = runLength(index, lane.delivered, recvBytes_);
-    ssize_t n = recvOn(index, destination + messageOffset(index, lane.delivered), length);
-    if (n == 0) fail("receiving from", 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      fail("receiving from", errno);
-    }
-    lane.delivered += static_cast<size_t>(n);
-    recvRemaining_ -= static_cast<size_t>(n);
-    budget -= std::min(budget, static_cast<size_t>(n));
+    const size_t n = transferred(recvOn(index, destination + messageOffset(index, lane.delivered), length),
+                                 "receiving from");
+    if (n == 0) break;
+    lane.delivered += n;
+    recvRemaining_ -= n;
+    budget -= std::min(budget, n);
     moved = true;
   }
   return moved;

@@ -74,6 +74,9 @@ class SocketConnection final : public Connection {
   // send/recv with LOOM_FAULT applied (short_io, close_after).
   ssize_t sendOn(size_t lane, const void* data, size_t bytes, const void* more = nullptr, size_t moreBytes = 0);
   ssize_t recvOn(size_t lane, void* data, size_t bytes, void* more = nullptr, size_t moreBytes = 0);
+  // A non-blocking send's or recv's result as bytes moved: 0 when nothing can move now
+  // (EAGAIN, EINTR: the next progress() tries again); throws on EOF and on errors.
+  size_t transferred(ssize_t n, const char* direction);
   [[noreturn]] void throwFailureReport() const;
   // Hands lane `index`'s staged bytes to the sink: a completed block whole, else whole
   // 16-byte units (no element of any datatype is ever split between two deliveries).

@@ -46,6 +46,10 @@ struct CallTag {
   DescribeCall describe = nullptr;
 };
 
+// Throws loom::ExplainedError(loomInvalidUsage) naming both calls when a message from `peer`
+// belongs to another call than `mine` (either sequence 0: not checked).
+void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self, int peer);
+
 // Where received bytes go. The transport hands over each piece of the message as soon as it
 // is readable, possibly out of order; `offset` is the piece's position in the message and
 // pieces never overlap. Pieces start at multiples of 16 bytes, so element boundaries hold for

@@ -27,6 +27,7 @@
 #include "loom.h"
 #include "src/bootstrap.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/test_env.h"
 
 namespace loom::test {
 namespace {
@@ -60,38 +61,6 @@ class SharedMapping {
 
  private:
   SharedState* state_;
-};
-
-// Every /dev/shm name of the communicator with this uid (they all start "loom-<uid>").
-std::vector<std::string> shmNamesOf(uint64_t commUid) {
-  char prefix[32];
-  std::snprintf(prefix, sizeof(prefix), "loom-%016" PRIx64, commUid);
-  std::vector<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) {
-      if (std::strncmp(entry->d_name, prefix, std::strlen(prefix)) == 0)
-        names.push_back(entry->d_name);
-    }
-    closedir(dir);
-  }
-  return names;
-}
-
-using EnvList = std::vector<std::pair<const char*, const char*>>;
-
-class ScopedEnv {
- public:
-  explicit ScopedEnv(EnvList values) : values_(std::move(values)) {
-    for (const auto& [name, value] : values_) setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, value] : values_) unsetenv(name);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  EnvList values_;
 };
 
 constexpr int kRanks = 4;

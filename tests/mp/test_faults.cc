@@ -18,26 +18,10 @@
 
 #include "loom.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/test_env.h"
 
 namespace loom::test {
 namespace {
-
-using EnvList = std::vector<std::pair<const char*, const char*>>;
-
-class ScopedEnv {
- public:
-  explicit ScopedEnv(EnvList values) : values_(std::move(values)) {
-    for (const auto& [name, value] : values_) setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, value] : values_) unsetenv(name);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  EnvList values_;
-};
 
 std::string describe(loomComm_t comm, loomResult_t rc) {
   return std::string(loomGetErrorString(rc)) + ": " + loomGetLastError(comm);

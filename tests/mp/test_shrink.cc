@@ -26,6 +26,7 @@
 #include "loom.h"
 #include "src/bootstrap.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/test_env.h"
 
 namespace loom::test {
 namespace {
@@ -33,30 +34,6 @@ namespace {
 std::string lastError(loomComm_t comm, loomResult_t rc) {
   return std::string(loomGetErrorString(rc)) + ": " + loomGetLastError(comm);
 }
-
-std::vector<std::string> shmNamesOf(uint64_t commUid) {
-  char prefix[32];
-  std::snprintf(prefix, sizeof(prefix), "loom-%016" PRIx64, commUid);
-  std::vector<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) {
-      if (std::strncmp(entry->d_name, prefix, std::strlen(prefix)) == 0) names.push_back(entry->d_name);
-    }
-    closedir(dir);
-  }
-  return names;
-}
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
 
 constexpr size_t kParameters = 200003;  // odd: pieces and segments do not divide it evenly
 
