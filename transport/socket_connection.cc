@@ -24,6 +24,16 @@ constexpr size_t kDeliveryAlign = 16;
 // connection cannot starve the others a single thread drives.
 constexpr size_t kProgressBudget = 4 << 20;
 
+// Caps a two-part transfer (header, then payload) at `limit` bytes, the first part first.
+void capTransfer(size_t& bytes, size_t& moreBytes, uint64_t limit) {
+  if (bytes >= limit) {
+    bytes = static_cast<size_t>(limit);
+    moreBytes = 0;
+  } else {
+    moreBytes = static_cast<size_t>(std::min<uint64_t>(moreBytes, limit - bytes));
+  }
+}
+
 }  // namespace
 
 SocketConnection::SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes,
@@ -77,21 +87,9 @@ ssize_t SocketConnection::sendOn(size_t lane, const void* data, size_t bytes, co
                                        std::to_string(peer_) + " (socket)");
     }
     const uint64_t left = limit - bytesSent_;
-    if (bytes >= left) {
-      bytes = static_cast<size_t>(left);
-      moreBytes = 0;
-    } else {
-      moreBytes = std::min<uint64_t>(moreBytes, left - bytes);
-    }
+    capTransfer(bytes, moreBytes, left);
   }
-  if (faults_.shortIo > 0) {
-    if (bytes >= faults_.shortIo) {
-      bytes = faults_.shortIo;
-      moreBytes = 0;
-    } else {
-      moreBytes = std::min(moreBytes, faults_.shortIo - bytes);
-    }
-  }
+  if (faults_.shortIo > 0) capTransfer(bytes, moreBytes, faults_.shortIo);
   ssize_t n;
   if (moreBytes == 0) {
     n = ::send(lanes_[lane].socket.fd(), data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -115,14 +113,7 @@ size_t SocketConnection::transferred(ssize_t n, const char* direction) {
 }
 
 ssize_t SocketConnection::recvOn(size_t lane, void* data, size_t bytes, void* more, size_t moreBytes) {
-  if (faults_.shortIo > 0) {
-    if (bytes >= faults_.shortIo) {
-      bytes = faults_.shortIo;
-      moreBytes = 0;
-    } else {
-      moreBytes = std::min(moreBytes, faults_.shortIo - bytes);
-    }
-  }
+  if (faults_.shortIo > 0) capTransfer(bytes, moreBytes, faults_.shortIo);
   if (moreBytes == 0) return ::recv(lanes_[lane].socket.fd(), data, bytes, MSG_DONTWAIT);
   iovec parts[2] = {{data, bytes}, {more, moreBytes}};
   msghdr message{};
