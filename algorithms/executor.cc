@@ -93,6 +93,9 @@ struct PeerLanes {
   Lane recv;
 };
 
+// How long a rank must make no progress before the death of a rank it does not wait on fails it.
+constexpr int kOtherDeathGraceMs = 1000;
+
 class Run {
  public:
   Run(const Schedule& schedule, const ExecutionBuffers& buffers, const ExecutionContext& context)
@@ -278,7 +281,17 @@ class Run {
     if (context_.peerPids == nullptr || now < nextLivenessCheck_) return;
     nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckIntervalMs);
     const std::vector<DeadPeer> dead = findDeadPeers(*context_.peerPids);
-    if (!dead.empty()) {
+    if (dead.empty()) return;
+    // A dead rank this one waits on is fatal at once. Another dead rank may just have finished
+    // its part of the call and exited (a chain's far end): fatal only once nothing has moved
+    // for a while, which a death further round the ring soon causes.
+    bool awaited = false;
+    for (const DeadPeer& peer : dead) {
+      auto found = lanes_.find(peer.rank);
+      awaited = awaited || (found != lanes_.end() && (found->second.send.active >= 0 || !found->second.send.pending.empty() ||
+                                                      found->second.recv.active >= 0 || !found->second.recv.pending.empty()));
+    }
+    if (awaited || now - idleSince_ > std::chrono::milliseconds(kOtherDeathGraceMs)) {
       throw Error(loomRemoteError, prefix() + describeDeadPeers(dead) + "; " + waitingOn());
     }
   }

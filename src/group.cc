@@ -23,14 +23,10 @@ thread_local GroupState state;
 void enqueueOnStream(loomStream_t stream, std::vector<std::shared_ptr<Communicator>> comms,
                      std::function<void()> work) {
   for (auto& comm : comms) comm->asyncWorkAdded();
-  stream->impl.enqueue([comms = std::move(comms), work = std::move(work)] {
-    struct Done {
-      const std::vector<std::shared_ptr<Communicator>>& comms;
-      ~Done() {
-        for (auto& comm : comms) comm->asyncWorkDone();
-      }
-    } done{comms};
-    work();  // failures are recorded by the communicator itself (sticky async error)
+  // Failures are recorded by the communicator itself (sticky async error). The work counts as
+  // pending until the stream is idle again, so loomCommFinalize implies an idle stream.
+  stream->impl.enqueue(std::move(work), [comms = std::move(comms)] {
+    for (auto& comm : comms) comm->asyncWorkDone();
   });
 }
 

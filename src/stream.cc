@@ -15,10 +15,10 @@ Stream::~Stream() {
   thread_.join();
 }
 
-void Stream::enqueue(std::function<void()> work) {
+void Stream::enqueue(std::function<void()> work, std::function<void()> afterIdle) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(work));
+    queue_.emplace_back(std::move(work), std::move(afterIdle));
   }
   workReady_.notify_one();
 }
@@ -43,7 +43,8 @@ void Stream::loop() {
   for (;;) {
     workReady_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything ran
-    std::function<void()> work = std::move(queue_.front());
+    std::function<void()> work = std::move(queue_.front().first);
+    std::function<void()> afterIdle = std::move(queue_.front().second);
     queue_.pop_front();
     running_ = true;
     lock.unlock();
@@ -68,6 +69,11 @@ void Stream::loop() {
     }
     running_ = false;
     if (queue_.empty()) drained_.notify_all();
+    if (afterIdle) {
+      lock.unlock();
+      afterIdle();
+      lock.lock();
+    }
   }
 }
 

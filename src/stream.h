@@ -23,7 +23,9 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   // `work` reports failure by throwing loom::Error.
-  void enqueue(std::function<void()> work);
+  // `afterIdle` (optional) runs once the stream no longer counts this work as running, so
+  // whoever it wakes (loomCommFinalize) finds the stream idle.
+  void enqueue(std::function<void()> work, std::function<void()> afterIdle = nullptr);
   // Waits until everything enqueued so far has run; returns (and clears) the first error.
   loomResult_t synchronize(std::string* message);
   bool idle() const;
@@ -34,7 +36,7 @@ class Stream {
   mutable std::mutex mutex_;
   std::condition_variable workReady_;
   std::condition_variable drained_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<std::pair<std::function<void()>, std::function<void()>>> queue_;
   bool running_ = false;  // an item is executing
   bool stopping_ = false;
   loomResult_t error_ = loomSuccess;
