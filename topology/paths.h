@@ -66,10 +66,9 @@ class PathTable {
   int count_ = 0;
   std::vector<Path> paths_;  // count_ * count_, row = source
   std::vector<char> p2p_, gdr_;
-  std::vector<std::vector<int>> nearestNets_;  // per node (GPUs only), computed once
-  // Not used: the table copies what it needs so that it stays valid when its System moves
-  // (TopologyResult holds both by value).
-  const System* system_ = nullptr;
+  // per node (GPUs only), computed once. The table keeps no pointer to its System: it copies
+  // what it needs so that it stays valid when the System moves (TopologyResult holds both).
+  std::vector<std::vector<int>> nearestNets_;
   PathPolicy policy_;
 };
 

@@ -35,7 +35,8 @@ want='#pragma once
 # The Loom sources the targets reach (compiled once, shared by every target).
 loom_sources=(
   src/bootstrap_auth.cc src/bootstrap_net.cc src/bootstrap_root.cc src/unique_id.cc src/log.cc
-  transport/socket_connection.cc transport/socket_transport.cc
+  transport/socket_connection.cc transport/socket_transport.cc transport/socket_wire.cc
+  transport/call_tag.cc transport/fault_injection.cc
   topology/xml_document.cc topology/topo_xml_reader.cc topology/topo_xml_writer.cc
   topology/system.cc topology/link_bandwidth.cc topology/graph_xml.cc topology/paths.cc
   topology/ring_search.cc topology/search_engine.cc
