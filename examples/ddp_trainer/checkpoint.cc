@@ -75,8 +75,9 @@ Header makeHeader(const CheckpointContext& context, long step, const OptimizerSh
   header.ranks = zero(context) ? context.ranks : 1;
   header.step = step;
   header.optimizerSteps = shard.steps();
-  header.ownedCount = shard.ownedCount();
-  header.bucketCount = context.layout.buckets().size();
+  // ZeRO shards depend on the bucket layout; a DDP file only on the model.
+  header.ownedCount = zero(context) ? shard.ownedCount() : context.layout.parameterCount();
+  header.bucketCount = zero(context) ? context.layout.buckets().size() : 0;
   return header;
 }
 
