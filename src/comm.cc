@@ -267,6 +267,26 @@ void* Communicator::scratch(size_t bytes) {
   return memory;
 }
 
+void Communicator::abort() {
+  bootstrapAborted_.store(true);
+  aborted_.store(true);
+  wakeTurnWaiters();
+}
+
+void Communicator::revoke() {
+  revoked_.store(true);
+  aborted_.store(true);
+  wakeTurnWaiters();
+}
+
+// A call waiting for its turn behind one that cannot end (queued on a stream that is stuck
+// elsewhere, say) would otherwise sleep until LOOM_TIMEOUT_MS. The flag is set before the lock
+// is taken, so a waiter either sees it in its predicate or is already asleep and woken here.
+void Communicator::wakeTurnWaiters() {
+  std::lock_guard guard(runMutex_);
+  turnChanged_.notify_all();
+}
+
 void Communicator::waitForTurn(uint64_t ticket, const CollectiveCall& call) {
   if (servedTickets_.load(std::memory_order_acquire) == ticket && !aborted()) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.timeoutMs);
@@ -277,7 +297,8 @@ void Communicator::waitForTurn(uint64_t ticket, const CollectiveCall& call) {
     return servedTickets_.load(std::memory_order_seq_cst) == ticket || aborted();
   });
   turnWaiters_.fetch_sub(1, std::memory_order_seq_cst);
-  if (!ourTurn) {
+  // Aborted or revoked: run() refuses the call with that error; no timeout, nothing recorded.
+  if (!ourTurn && !aborted()) {
     const std::string message = "rank " + std::to_string(rank_) + ": " + algo::collectiveName(call.collective) +
                                 " timed out after " + std::to_string(settings_.timeoutMs) +
                                 " ms waiting for earlier calls on this communicator";

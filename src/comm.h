@@ -75,18 +75,13 @@ class Communicator {
   // bootstrap listeners so that dead ranks are never waited on (comm_shrink.cc).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded, const CommSettings& childSettings);
 
-  // Makes every wait of this communicator fail promptly (from any thread).
-  void abort() {
-    bootstrapAborted_.store(true);
-    aborted_.store(true);
-  }
+  // Makes every wait of this communicator fail promptly (from any thread), also a call's
+  // wait for its turn.
+  void abort();
   bool aborted() const { return aborted_.load(); }
   // loomCommRevoke: calls in flight fail promptly and later ones are refused, but the
   // bootstrap stays usable (split, shrink) and the failures are not errors of the job.
-  void revoke() {
-    revoked_.store(true);
-    aborted_.store(true);
-  }
+  void revoke();
   bool revoked() const { return revoked_.load(); }
   // loomInProgress while a revoked communicator still runs a call, else the first error.
 
@@ -104,6 +99,7 @@ class Communicator {
   void planRing(const std::vector<topology::RankPlace>& places);
   void setUpDirect(const std::vector<PeerInfo>& peers);
   void waitForTurn(uint64_t ticket, const CollectiveCall& call);
+  void wakeTurnWaiters();
   void endTurn(uint64_t ticket);
   void runCall(const CollectiveCall& call, uint64_t sequence);
   std::string describeCall(const CollectiveCall& call, uint64_t sequence) const;

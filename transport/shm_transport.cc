@@ -90,7 +90,11 @@ class ShmConnection final : public Connection {
   }
 
   void throwPeerReport() override {
-    if (recvOffset_ != 0 || incoming_.filledSlots() == 0) return;
+    // Mid-message (a receive in flight with pieces taken) a report can only follow the
+    // message's end, which is not ours to skip here. After a completed receive recvOffset_
+    // still holds its size, yet the front slot starts a new message: a report there counts.
+    const bool midMessage = recvSink_ != nullptr && recvOffset_ != 0;
+    if (midMessage || incoming_.filledSlots() == 0) return;
     throwIfFailureReport(incoming_.frontHeader());
   }
 

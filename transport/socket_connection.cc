@@ -221,7 +221,7 @@ bool SocketConnection::progressSend(size_t index) {
 bool SocketConnection::progressHeader() {
   bool moved = false;
   Lane& lane = lanes_[0];
-  while (!headerChecked_) {
+  for (;;) {
     if (failureExpected_ > 0) {  // the reason that follows a Failure header
       const size_t n = transferred(recvOn(0, failureReason_.data() + failureGot_, failureExpected_ - failureGot_),
                                    "receiving from");
@@ -265,13 +265,23 @@ bool SocketConnection::progressHeader() {
     headerChecked_ = true;
     if (destination != nullptr) {
       lane.delivered += payloadPart;
-      recvRemaining_ -= payloadPart;
+      consumed(payloadPart);
     } else {
       lane.staged += payloadPart;
       deliverStaged(0);
     }
+    return true;  // a small message may be complete already: its header state is reset
   }
-  return moved;
+}
+
+void SocketConnection::consumed(size_t bytes) {
+  recvRemaining_ -= bytes;
+  // The message is complete: what lane 0 carries next is a new frame's header (the next
+  // message's, or a Failure frame that throwPeerReport may look for before postRecv).
+  if (recvRemaining_ == 0) {
+    recvHeaderGot_ = 0;
+    headerChecked_ = false;
+  }
 }
 
 void SocketConnection::throwFailureReport() const {
@@ -289,7 +299,7 @@ void SocketConnection::deliverStaged(size_t index) {
   sink_->deliver(messageOffset(index, lane.delivered), lane.staging.data(), deliverable);
   lane.delivered += deliverable;
   lane.staged -= deliverable;
-  recvRemaining_ -= deliverable;
+  consumed(deliverable);
   if (lane.staged > 0) std::memmove(lane.staging.data(), lane.staging.data() + deliverable, lane.staged);
 }
 
@@ -341,7 +351,7 @@ bool SocketConnection::progressRecvDirect(size_t index, char* destination) {
                                  "receiving from");
     if (n == 0) break;
     lane.delivered += n;
-    recvRemaining_ -= n;
+    consumed(n);
     budget -= std::min(budget, n);
     moved = true;
   }
@@ -361,32 +371,16 @@ void SocketConnection::addPollFds(std::vector<pollfd>& fds) const {
 
 void SocketConnection::throwPeerReport() {
   if (lanes_.empty() || !lanes_[0].socket.valid()) return;
-  if (recvRemaining_ != 0 && headerChecked_) {
-    // Mid-message: a report can only follow the message's end. Skip the rest of it if it is
-    // all here already (the call is failing; nobody uses these bytes).
-    std::vector<uint8_t> discard(64 * 1024);
-    for (size_t i = 0; i < lanes_.size(); ++i) {
-      Lane& lane = lanes_[i];
-      const size_t received = lane.delivered + lane.staged;
-      size_t left = lane.recvShare - std::min(lane.recvShare, received);
-      while (left > 0) {
-        const ssize_t n = ::recv(lane.socket.fd(), discard.data(), std::min(left, discard.size()), MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        left -= static_cast<size_t>(n);
-      }
-      lane.delivered = lane.recvShare;
-      lane.staged = 0;
-    }
-    recvRemaining_ = 0;
-    headerChecked_ = false;
-    recvHeaderGot_ = 0;
-  }
+  if (recvRemaining_ != 0 && headerChecked_ && !drainMessage()) return;
+  // Lane 0 now holds the next frame from its start: a new header, or a Failure header's reason.
+  // (consumed() resets the header state when a receive completes, so this also finds a report
+  // sent after our last receive from this peer.)
   for (;;) {
     const bool readingReason = failureExpected_ > 0;
     uint8_t* into = readingReason ? reinterpret_cast<uint8_t*>(failureReason_.data()) + failureGot_
                                   : recvHeader_ + recvHeaderGot_;
     const size_t wanted = readingReason ? failureExpected_ - failureGot_ : kWireHeaderBytes - recvHeaderGot_;
+    if (wanted == 0) return;  // a whole header that was no Failure: nothing to report
     const ssize_t n = ::recv(lanes_[0].socket.fd(), into, wanted, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // nothing (more) there: no report
@@ -407,11 +401,36 @@ void SocketConnection::throwPeerReport() {
       failureReason_.assign(failureExpected_, '\0');
       failureGot_ = 0;
     }
-    if (failureExpected_ > 0 && failureGot_ == failureExpected_) {
-      throw ExplainedError(static_cast<loomResult_t>(failure_.code),
-                           "peer rank " + std::to_string(peer_) + " failed: " + failureReason_);
+    if (failureGot_ == failureExpected_) throwFailureReport();  // also a report without a reason
+  }
+}
+
+// Mid-message: a report can only follow the message's end. Discards what is left of it as
+// far as it has arrived (the call is failing; nobody uses these bytes), counting the bytes as
+// received, so that a later call (the executor looks again for a while) resumes where this
+// one stopped and reads the frame after the message from its first byte. Never blocks.
+bool SocketConnection::drainMessage() {
+  std::vector<uint8_t> discard(64 * 1024);
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    Lane& lane = lanes_[i];
+    if (lane.staged > 0) {  // read already, never delivered: discarded with the rest
+      lane.delivered += lane.staged;
+      consumed(lane.staged);
+      lane.staged = 0;
+    }
+    // Every lane, even after one has nothing more yet: a sender blocked on a full lane must
+    // be able to finish its message (and send its report after it).
+    while (lane.delivered < lane.recvShare) {
+      const size_t left = lane.recvShare - lane.delivered;
+      const ssize_t n = ::recv(lane.socket.fd(), discard.data(), std::min(left, discard.size()), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // the rest is on its way
+      if (n <= 0) return false;  // EOF or a broken socket: no report can follow
+      lane.delivered += static_cast<size_t>(n);
+      consumed(static_cast<size_t>(n));
     }
   }
+  return recvRemaining_ == 0;
 }
 
 void SocketConnection::fail(const char* direction, int err) {

@@ -34,8 +34,9 @@ class SocketConnection final : public Connection {
   const char* kind() const override { return "socket"; }
   void addPollFds(std::vector<pollfd>& fds) const override;
   void setCallTag(const CallTag& tag) override { tag_ = tag; }
-  // Drains what is left of a message being received (discarding it), then reads a Failure
-  // frame if lane 0 holds a whole one.
+  // Drains what is left of a message being received (discarding it, as far as it has
+  // arrived), then reads a Failure frame if lane 0 holds a whole one; also after a completed
+  // receive. May be called again (it resumes where it stopped).
   void throwPeerReport() override;
   // Shuts every lane down both ways: the peer reads EOF at once (and fails its call) instead
   // of waiting for data this side will never send. The sockets stay open until destruction.
@@ -70,6 +71,11 @@ class SocketConnection final : public Connection {
   bool progressRecv(size_t lane);
   // Lane 0 before its share: reads the header, then a failure report if that is what comes.
   bool progressHeader();
+  // `bytes` more of the current receive are delivered (or discarded); when it is complete,
+  // resets the header state so that the next frame's header is read fresh.
+  void consumed(size_t bytes);
+  // throwPeerReport's discarding of the rest of a message; true once all of it is gone.
+  bool drainMessage();
   void checkHeader(const WireHeader& header) const;
   // send/recv with LOOM_FAULT applied (short_io, close_after).
   ssize_t sendOn(size_t lane, const void* data, size_t bytes, const void* more = nullptr, size_t moreBytes = 0);

@@ -67,6 +67,11 @@ def close(what, got, want, tolerance):
 
 
 def main():
+    # Without the data set every check would fail the same way: say so once and skip.
+    probe = subprocess.run([TRAINER, "--steps", "1", "--hidden", "8"], capture_output=True, text=True, timeout=120)
+    if probe.returncode == 2 and "python3-sklearn" in probe.stderr:
+        print("SKIP: " + probe.stderr.strip() + " (.ci/install-deps installs it)")
+        return 77
     reference = {}
     for precision, tolerance in (("fp32", 1e-5), ("bf16", 1e-2)):
         _, _, base = run(1, "--precision", precision)

@@ -1,14 +1,20 @@
 // Regressions from review: ordering of calls across threads, groups over several
 // communicators and streams, failures inside groups, lifetime with queued stream work,
-// sticky errors after a failed collective, and abort from another thread.
+// sticky errors after a failed collective, and abort or revoke from another thread, also of a
+// call that waits for its turn.
 #include <gtest/gtest.h>
 #include <loom.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "tests/support/test_env.h"
 
 namespace {
 
@@ -163,6 +169,65 @@ TEST(Errors, AbortFromAnotherThreadUnblocksACollective) {
   EXPECT_NE(result, loomSuccess);
   EXPECT_LT(secondsSince(start), 2.0);
   clique.comms.erase(clique.comms.begin());  // aborted: not destroyed again
+}
+
+// A call waiting for its turn behind an earlier call of the same communicator that cannot
+// run yet (queued on a stream stuck in another communicator's call): `stop` from a third
+// thread must end the wait at once, not after LOOM_TIMEOUT_MS. Returns how long the waiter
+// took after `stop`, and its result.
+std::pair<double, loomResult_t> stopATurnWaiter(loomComm_t comm, loomComm_t stuck, const std::function<void()>& stop) {
+  loomStream_t stream;
+  EXPECT_EQ(loomStreamCreate(&stream), loomSuccess);
+  std::vector<float> blocker(1024, 1.f), queued(1024, 1.f), waiting(1024, 1.f);
+  // Rank 1 of `stuck` never joins: the stream thread sits in this call until `stuck` is aborted.
+  EXPECT_EQ(loomAllReduce(blocker.data(), blocker.data(), 1024, loomFloat32, loomSum, stuck, stream), loomSuccess);
+  // Takes `comm`'s first ticket, but runs only after the stuck call.
+  EXPECT_EQ(loomAllReduce(queued.data(), queued.data(), 1024, loomFloat32, loomSum, comm, stream), loomSuccess);
+  std::atomic<bool> returned{false};
+  loomResult_t result = loomSuccess;
+  std::thread waiter([&] {
+    result = loomAllReduce(waiting.data(), waiting.data(), 1024, loomFloat32, loomSum, comm, nullptr);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter is asleep by now
+  EXPECT_FALSE(returned.load()) << "the second call ran before the first";
+  const auto start = Clock::now();
+  stop();
+  waiter.join();
+  const double waited = secondsSince(start);
+  EXPECT_EQ(loomCommAbort(stuck), loomSuccess);  // frees the stream
+  EXPECT_NE(loomStreamSynchronize(stream), loomSuccess);
+  loomStreamDestroy(stream);
+  return {waited, result};
+}
+
+// Generous bounds for an oversubscribed machine; without the wake-up the waiter sleeps 30 s.
+constexpr const char* kLongTimeoutMs = "30000";
+constexpr double kPromptSeconds = 5.0;
+
+TEST(Errors, RevokeWakesACallWaitingForItsTurn) {
+  loom::test::ScopedEnv timeout("LOOM_TIMEOUT_MS", kLongTimeoutMs);
+  Clique clique(2), stuck(2);
+  const auto [waited, result] =
+      stopATurnWaiter(clique.comms[0], stuck.comms[0], [&] { EXPECT_EQ(loomCommRevoke(clique.comms[0], 0), loomSuccess); });
+  stuck.comms.erase(stuck.comms.begin());  // aborted: not destroyed again
+  EXPECT_LT(waited, kPromptSeconds);
+  EXPECT_EQ(result, loomInvalidUsage);
+  // Revoking stops calls on purpose: that is not an error of the communicator.
+  loomResult_t async = loomInternalError;
+  EXPECT_EQ(loomCommGetAsyncError(clique.comms[0], &async), loomSuccess);
+  EXPECT_EQ(async, loomSuccess);
+}
+
+TEST(Errors, AbortWakesACallWaitingForItsTurn) {
+  loom::test::ScopedEnv timeout("LOOM_TIMEOUT_MS", kLongTimeoutMs);
+  Clique clique(2), stuck(2);
+  const auto [waited, result] =
+      stopATurnWaiter(clique.comms[0], stuck.comms[0], [&] { EXPECT_EQ(loomCommAbort(clique.comms[0]), loomSuccess); });
+  stuck.comms.erase(stuck.comms.begin());
+  clique.comms.erase(clique.comms.begin());
+  EXPECT_LT(waited, kPromptSeconds);
+  EXPECT_EQ(result, loomInvalidUsage);
 }
 
 }  // namespace

@@ -439,6 +439,30 @@ TEST(ShmTransport, SizeDisagreementIsARemoteErrorNamingThePeer) {
   });
 }
 
+// The executor looks for a peer's report on every connection once one breaks, also on a
+// connection whose last receive completed: the report in the FIFO's next slot is read.
+TEST(ShmTransport, PeerReportAfterACompletedReceiveIsFound) {
+  const ShmOptions options = smallOptions(uniquePrefix("report"));
+  runThreadRanks(2, [&](int rank, Bootstrap& bootstrap) {
+    auto transport = createShmTransport(bootstrap, {1 - rank}, options);
+    Connection* connection = transport->connection(1 - rank);
+    std::vector<char> got = exchange(*transport, rank, 1 - rank, 0, 5000);  // two slots
+    EXPECT_EQ(firstMismatch(got, 1 - rank, 0), -1);
+    bootstrap.barrier();
+    if (rank == 1) transport->failAll(loomInvalidUsage, "rank 1 disagreed on purpose");
+    bootstrap.barrier();  // the report is in rank 0's FIFO now
+    if (rank == 1) return;
+    try {
+      connection->throwPeerReport();
+      ADD_FAILURE() << "no report found after a completed receive";
+    } catch (const ExplainedError& error) {
+      EXPECT_EQ(error.code(), loomInvalidUsage);
+      EXPECT_NE(std::string(error.what()).find("peer rank 1 failed: rank 1 disagreed on purpose"), std::string::npos)
+          << error.what();
+    }
+  });
+}
+
 // ---- A second process ---------------------------------------------------------------------
 // Bootstrap for two processes over one socketpair: each rank writes its block, then reads the
 // other's. A receive timeout turns a dead peer into an error instead of a hang.

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -291,6 +292,95 @@ TEST(SocketTransport, ClosedPeerGivesAnErrorNotAHang) {
         driveUntil(
             {connection}, [&] { return connection->sendDone(); }, std::chrono::seconds(10)),
         Error);
+  });
+}
+
+// Calls throwPeerReport until it throws the peer's report (true) or `limit` passes (false).
+// It never blocks, and a report travels on loopback at once; the bound only keeps a broken
+// build from hanging.
+bool peerReportArrives(Connection& connection, std::string& message, loomResult_t& code,
+                       std::chrono::seconds limit = std::chrono::seconds(20)) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    try {
+      connection.throwPeerReport();
+    } catch (const ExplainedError& error) {
+      message = error.what();
+      code = error.code();
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+// The executor looks for a peer's report on every connection once one breaks, also on a
+// connection whose last receive completed: the frame that follows is read as a new header.
+TEST(SocketTransport, PeerReportAfterACompletedReceiveIsFound) {
+  for (size_t bytes : {size_t{100}, size_t{300000}}) {  // one lane; both lanes
+    test::runThreadRanks(2, [&](int rank, Bootstrap& bootstrap) {
+      auto transport = createSocketTransport(bootstrap, {1 - rank}, SocketOptions{2, 64 * 1024, 20000});
+      Connection* connection = transport->connection(1 - rank);
+      auto outgoing = messageBytes(rank, 1 - rank, 0, bytes);
+      CheckingSink sink(bytes);
+      connection->postSend(outgoing.data(), bytes);
+      connection->postRecv(bytes, &sink);
+      driveUntil({connection}, [&] { return connection->sendDone() && connection->recvDone(); });
+      EXPECT_TRUE(sink.data() == messageBytes(1 - rank, rank, 0, bytes));
+      bootstrap.barrier();
+      if (rank == 1) transport->failAll(loomInvalidUsage, "rank 1 disagreed on purpose");
+      bootstrap.barrier();
+      if (rank == 1) return;
+      std::string message;
+      loomResult_t code = loomSuccess;
+      ASSERT_TRUE(peerReportArrives(*connection, message, code)) << bytes << " bytes: no report found";
+      EXPECT_EQ(code, loomInvalidUsage);
+      EXPECT_NE(message.find("peer rank 1 failed: rank 1 disagreed on purpose"), std::string::npos) << message;
+    });
+  }
+}
+
+// A report found mid-message: throwPeerReport first discards the rest of the message, over
+// several calls when it is still on its way, and must then read the report at the right place
+// (the bytes it discarded count as received).
+TEST(SocketTransport, PeerReportAfterADrainedMessageIsFound) {
+  const size_t bytes = size_t{64} << 20;  // far more than the socket buffers hold unread
+  std::atomic<bool> reported{false};
+  test::runThreadRanks(2, [&](int rank, Bootstrap& bootstrap) {
+    auto transport = createSocketTransport(bootstrap, {1 - rank}, SocketOptions{2, 64 * 1024, 20000});
+    Connection* connection = transport->connection(1 - rank);
+    if (rank == 1) {
+      std::vector<uint8_t> outgoing(bytes, 7);
+      connection->postSend(outgoing.data(), bytes);
+      while (connection->progress()) {
+      }  // until the socket buffers are full
+      EXPECT_FALSE(connection->sendDone());
+      bootstrap.barrier();  // 1: rank 0 starts receiving
+      bootstrap.barrier();  // 2: rank 0 has taken part of the message and started discarding
+      driveUntil({connection}, [&] { return connection->sendDone(); });
+      transport->failAll(loomRemoteError, "rank 1 gave up on purpose");
+      reported = true;
+      bootstrap.barrier();  // 3
+      return;
+    }
+    // Only counts: the bytes are discarded anyway (and 64 MiB twice over buys nothing here).
+    struct CountingSink final : RecvSink {
+      size_t received = 0;
+      void deliver(size_t, const void*, size_t n) override { received += n; }
+    } sink;
+    bootstrap.barrier();  // 1
+    connection->postRecv(bytes, &sink);
+    driveUntil({connection}, [&] { return sink.received > 0; });
+    connection->throwPeerReport();  // discards what is here; the rest is still on its way
+    bootstrap.barrier();  // 2
+    std::string message;
+    loomResult_t code = loomSuccess;
+    const bool found = peerReportArrives(*connection, message, code, std::chrono::seconds(60));
+    EXPECT_TRUE(reported.load());
+    ASSERT_TRUE(found) << "no report found after the discarded message";
+    EXPECT_EQ(code, loomRemoteError);
+    EXPECT_NE(message.find("peer rank 1 failed: rank 1 gave up on purpose"), std::string::npos) << message;
+    bootstrap.barrier();  // 3
   });
 }
 
