@@ -69,7 +69,10 @@ class RankTrainer {
     const double start = now();
     for (long step = summary.resumedFrom; step < total; ++step) {
       trainStep(step, tally);
-      if (options_.checkIdentical) checkIdentical(step), ++summary.identicalChecks;
+      if (options_.checkIdentical) {
+        checkIdentical(step);
+        ++summary.identicalChecks;
+      }
       const bool epochEnd = (step + 1) % stepsPerEpoch_ == 0;
       if (epochEnd || step + 1 == total) {
         summary.epochs.push_back(closeEpoch(static_cast<int>(step / stepsPerEpoch_) + 1, tally));
