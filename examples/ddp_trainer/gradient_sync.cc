@@ -34,26 +34,18 @@ void GradientSync::layerDone(int layer, float* grads) {
 void GradientSync::launch(size_t index, float* grads) {
   const Bucket& bucket = layout_.buckets()[index];
   const size_t shard = bucket.shardCount();
-  const bool zero = options_.strategy == Strategy::kZero;
-  if (options_.precision == Precision::kBf16) {
-    uint16_t* wire = wire_.data() + bucket.offset;
-    toBf16(grads + bucket.offset, wire, bucket.count);
-    if (zero) {
-      check(loomReduceScatter(wire, wire + rank_ * shard, shard, loomBfloat16, loomSum, comm_, stream_),
-            "loomReduceScatter (bf16 gradient bucket)", comm_);
-    } else {
-      check(loomAllReduce(wire, wire, bucket.count, loomBfloat16, loomSum, comm_, stream_),
-            "loomAllReduce (bf16 gradient bucket)", comm_);
-    }
-    return;
-  }
-  float* data = grads + bucket.offset;
-  if (zero) {
-    check(loomReduceScatter(data, data + rank_ * shard, shard, loomFloat32, loomSum, comm_, stream_),
+  const bool bf16 = options_.precision == Precision::kBf16;
+  // What travels: the bucket's fp32 gradients in place, or their bf16 copy in the staging area.
+  if (bf16) toBf16(grads + bucket.offset, wire_.data() + bucket.offset, bucket.count);
+  char* data = bf16 ? reinterpret_cast<char*>(wire_.data() + bucket.offset) : reinterpret_cast<char*>(grads + bucket.offset);
+  const loomDataType_t type = bf16 ? loomBfloat16 : loomFloat32;
+  const size_t element = bf16 ? sizeof(uint16_t) : sizeof(float);
+  if (options_.strategy == Strategy::kZero) {
+    check(loomReduceScatter(data, data + rank_ * shard * element, shard, type, loomSum, comm_, stream_),
           "loomReduceScatter (gradient bucket)", comm_);
   } else {
-    check(loomAllReduce(data, data, bucket.count, loomFloat32, loomSum, comm_, stream_),
-          "loomAllReduce (gradient bucket)", comm_);
+    check(loomAllReduce(data, data, bucket.count, type, loomSum, comm_, stream_), "loomAllReduce (gradient bucket)",
+          comm_);
   }
 }
 
@@ -82,22 +74,19 @@ void GradientSync::finishBackward(float* grads) {
 
 void GradientSync::gatherParams(float* params) {
   const double start = now();
+  const bool bf16 = options_.precision == Precision::kBf16;
+  const loomDataType_t type = bf16 ? loomBfloat16 : loomFloat32;
+  const size_t element = bf16 ? sizeof(uint16_t) : sizeof(float);
   for (const Bucket& bucket : layout_.buckets()) {
-    const size_t shard = bucket.shardCount();
-    if (options_.precision == Precision::kBf16) {
-      // The shard is already bf16-exact (OptimizerShard::storeParams), so this is lossless.
-      uint16_t* wire = wire_.data() + bucket.offset;
-      toBf16(params + bucket.offset + rank_ * shard, wire + rank_ * shard, shard);
-      check(loomAllGather(wire + rank_ * shard, wire, shard, loomBfloat16, comm_, stream_),
-            "loomAllGather (bf16 parameter shard)", comm_);
-    } else {
-      float* data = params + bucket.offset;
-      check(loomAllGather(data + rank_ * shard, data, shard, loomFloat32, comm_, stream_),
-            "loomAllGather (parameter shard)", comm_);
-    }
+    const size_t shard = bucket.shardCount(), mine = bucket.offset + rank_ * shard;
+    // bf16: the shard is already bf16-exact (OptimizerShard::storeParams), so this is lossless.
+    if (bf16) toBf16(params + mine, wire_.data() + mine, shard);
+    char* data = bf16 ? reinterpret_cast<char*>(wire_.data() + bucket.offset) : reinterpret_cast<char*>(params + bucket.offset);
+    check(loomAllGather(data + rank_ * shard * element, data, shard, type, comm_, stream_),
+          "loomAllGather (parameter shard)", comm_);
   }
   check(loomStreamSynchronize(stream_), "loomStreamSynchronize (parameter shards)", comm_);
-  if (options_.precision == Precision::kBf16) fromBf16(wire_.data(), params, layout_.total());
+  if (bf16) fromBf16(wire_.data(), params, layout_.total());
   waitSeconds_ += now() - start;
 }
 
