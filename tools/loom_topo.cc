@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "tools/loom_topo.h"
 
 namespace {

@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "tools/loomrun_options.h"
 #include "tools/loomrun_output.h"
 #include "tools/loomrun_supervisor.h"

@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "src/error.h"
+#include "base/error.h"
 
 namespace loom::launcher {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "src/error.h"
+#include "base/error.h"
 
 namespace loom::launcher {
 namespace {

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "tools/loomrun_fd.h"
 
 extern char** environ;

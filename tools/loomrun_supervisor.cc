@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "tools/loomrun_spawn.h"
 
 namespace loom::launcher {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/host_reduce.h"
-#include "kernels/host_reduce_isa.h"
+#include "kernels/host/host_reduce.h"
+#include "kernels/host/host_reduce_isa.h"
 #include "perf/bounds/bounds_support.h"
 
 namespace {

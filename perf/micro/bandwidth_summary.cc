@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/host_reduce.h"
+#include "kernels/host/host_reduce.h"
 
 namespace loom::micro {
 

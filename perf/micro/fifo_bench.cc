@@ -21,7 +21,7 @@
 #include <string>
 
 #include "aligned_buffer.h"
-#include "kernels/host_reduce.h"
+#include "kernels/host/host_reduce.h"
 #include "micro_flags.h"
 #include "recording_reporter.h"
 #include "shm_peer.h"

@@ -14,7 +14,7 @@
 
 #include "bandwidth_summary.h"
 #include "kernel_cases.h"
-#include "kernels/host_reduce_isa.h"
+#include "kernels/host/host_reduce_isa.h"
 #include "micro_flags.h"
 #include "recording_reporter.h"
 

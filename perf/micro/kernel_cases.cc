@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/host_reduce.h"
+#include "kernels/host/host_reduce.h"
 #include "triad_loops.h"
 
 namespace loom::micro {

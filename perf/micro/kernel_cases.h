@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "aligned_buffer.h"
-#include "kernels/host_reduce_isa.h"
+#include "kernels/host/host_reduce_isa.h"
 #include "loom.h"
 
 namespace loom::micro {

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "src/error.h"
+#include "base/error.h"
 
 namespace loom::micro {
 

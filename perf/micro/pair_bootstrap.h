@@ -5,7 +5,7 @@
 
 #include <sys/socket.h>
 
-#include "src/bootstrap.h"
+#include "base/bootstrap.h"
 
 namespace loom::micro {
 

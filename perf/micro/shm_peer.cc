@@ -13,7 +13,7 @@
 #include <string>
 
 #include "pair_bootstrap.h"
-#include "src/error.h"
+#include "base/error.h"
 
 namespace loom::micro {
 

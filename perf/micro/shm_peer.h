@@ -11,7 +11,7 @@
 #include <functional>
 #include <memory>
 
-#include "transport/shm_transport.h"
+#include "transport/shm/shm_transport.h"
 
 namespace loom::micro {
 

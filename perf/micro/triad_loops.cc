@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "src/error.h"
+#include "base/error.h"
 
 namespace loom::micro {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "kernels/host_reduce_isa.h"
+#include "kernels/host/host_reduce_isa.h"
 
 namespace loom::micro {
 

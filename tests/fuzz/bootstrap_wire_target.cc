@@ -19,11 +19,11 @@
 
 #include "fuzz_targets.h"
 #include "socket_helpers.h"
-#include "src/bootstrap.h"
-#include "src/bootstrap_auth.h"
-#include "src/bootstrap_net.h"
-#include "src/bootstrap_root.h"
-#include "src/error.h"
+#include "base/bootstrap.h"
+#include "base/net/auth.h"
+#include "base/net/socket.h"
+#include "bootstrap/rendezvous.h"
+#include "base/error.h"
 
 namespace loom::fuzz {
 

@@ -34,12 +34,14 @@ want='#pragma once
 
 # The Loom sources the targets reach (compiled once, shared by every target).
 loom_sources=(
-  src/bootstrap_auth.cc src/bootstrap_net.cc src/bootstrap_root.cc src/unique_id.cc src/log.cc
-  transport/socket_connection.cc transport/socket_transport.cc transport/socket_wire.cc
-  transport/call_tag.cc transport/fault_injection.cc
-  topology/xml_document.cc topology/topo_xml_reader.cc topology/topo_xml_writer.cc
-  topology/system.cc topology/link_bandwidth.cc topology/graph_xml.cc topology/paths.cc
-  topology/ring_search.cc topology/search_engine.cc
+  src/base/log.cc src/base/host_identity.cc src/base/net/auth.cc src/base/net/socket.cc
+  src/bootstrap/root_server.cc src/bootstrap/unique_id.cc
+  src/transport/call_tag.cc src/transport/socket/socket_connection.cc
+  src/transport/socket/socket_transport.cc src/transport/socket/socket_wire.cc
+  src/transport/socket/fault_injection.cc
+  src/topology/xml_document.cc src/topology/topo_xml_reader.cc src/topology/topo_xml_writer.cc
+  src/topology/system.cc src/topology/link_bandwidth.cc src/topology/graph_xml.cc src/topology/paths.cc
+  src/topology/ring_search.cc src/topology/search_engine.cc
 )
 target_sources=(unique_id_target.cc bootstrap_wire_target.cc transport_wire_target.cc
                 topology_xml_target.cc)
@@ -47,7 +49,8 @@ declare -A entry=([unique_id]=uniqueIdOneInput [bootstrap_wire]=bootstrapWireOne
                   [transport_wire]=transportWireOneInput [topology_xml]=topologyXmlOneInput)
 
 # A generated ninja file gives correct incremental rebuilds (header dependencies included).
-flags="-std=c++20 -g -O1 -D_GNU_SOURCE -I$source_root -I$source_root/include -I$build -Wall -Wextra"
+# Library headers are spelled from src/ ("base/error.h"), test headers from the root.
+flags="-std=c++20 -g -O1 -D_GNU_SOURCE -I$source_root/src -I$source_root -I$source_root/include -I$build -Wall -Wextra"
 flags+=" -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 {
   echo "cxx = $cxx"

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "src/bootstrap_net.h"
-#include "src/error.h"
+#include "base/net/socket.h"
+#include "base/error.h"
 
 namespace loom::fuzz {
 

@@ -21,13 +21,13 @@
 
 #include "fuzz_targets.h"
 #include "socket_helpers.h"
-#include "src/bootstrap.h"
-#include "src/bootstrap_auth.h"
-#include "src/bootstrap_net.h"
-#include "src/error.h"
-#include "transport/socket_connection.h"
-#include "transport/socket_transport.h"
-#include "transport/socket_wire.h"
+#include "base/bootstrap.h"
+#include "base/net/auth.h"
+#include "base/net/socket.h"
+#include "base/error.h"
+#include "transport/socket/socket_connection.h"
+#include "transport/socket/socket_transport.h"
+#include "transport/socket/socket_wire.h"
 
 namespace loom::fuzz {
 

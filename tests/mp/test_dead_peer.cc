@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "loom.h"
-#include "src/bootstrap.h"
+#include "base/bootstrap.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/test_env.h"
 

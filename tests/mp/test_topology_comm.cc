@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "support/multiprocess.h"
+#include "tests/support/multiprocess.h"
 #include "topology/topo_xml.h"
 #include "topology/topology_engine.h"
 

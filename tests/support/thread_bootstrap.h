@@ -5,7 +5,7 @@
 #include <functional>
 #include <memory>
 
-#include "src/bootstrap.h"
+#include "base/bootstrap.h"
 
 namespace loom::test {
 

@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "src/bootstrap.h"
-#include "src/bootstrap_auth.h"
-#include "src/bootstrap_net.h"
-#include "src/error.h"
+#include "base/bootstrap.h"
+#include "base/net/auth.h"
+#include "base/net/socket.h"
+#include "base/error.h"
 
 namespace loom {
 namespace {

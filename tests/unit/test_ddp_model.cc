@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bf16.h"
-#include "checkpoint.h"
-#include "dense_kernels.h"
-#include "mlp.h"
-#include "optimizer_shard.h"
-#include "parameter_layout.h"
-#include "random.h"
+#include "examples/ddp_trainer/bf16.h"
+#include "examples/ddp_trainer/checkpoint.h"
+#include "examples/ddp_trainer/dense_kernels.h"
+#include "examples/ddp_trainer/mlp.h"
+#include "examples/ddp_trainer/optimizer_shard.h"
+#include "examples/ddp_trainer/parameter_layout.h"
+#include "examples/ddp_trainer/random.h"
 
 namespace ddp {
 namespace {

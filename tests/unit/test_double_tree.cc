@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "topology/search.h"
 
 namespace loom::test {

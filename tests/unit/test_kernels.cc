@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "kernels/half_float.h"
-#include "kernels/host_reduce.h"
-#include "kernels/host_reduce_isa.h"
-#include "src/error.h"
+#include "kernels/host/host_reduce.h"
+#include "kernels/host/host_reduce_isa.h"
+#include "base/error.h"
 
 namespace loom::kernels {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "topology/graph_xml.h"
 #include "topology/search.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "algorithms/schedule.h"
-#include "algorithms/simulator.h"
+#include "tools/sim/simulator.h"
 
 namespace loom::algo {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "tests/support/thread_bootstrap.h"
-#include "transport/shm_transport.h"
+#include "transport/shm/shm_transport.h"
 
 namespace loom::transport {
 namespace {

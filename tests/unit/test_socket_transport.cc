@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "src/bootstrap.h"
-#include "src/bootstrap_auth.h"
-#include "src/bootstrap_net.h"
-#include "src/error.h"
+#include "base/bootstrap.h"
+#include "base/net/auth.h"
+#include "base/net/socket.h"
+#include "base/error.h"
 #include "tests/support/thread_bootstrap.h"
-#include "transport/socket_transport.h"
+#include "transport/socket/socket_transport.h"
 
 namespace loom::transport {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "topology/paths.h"
 #include "topology/system.h"
 

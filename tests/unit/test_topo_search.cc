@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "topology/search.h"
 #include "topology/topo_xml.h"
 

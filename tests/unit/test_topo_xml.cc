@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "src/error.h"
+#include "base/error.h"
 #include "topology/link_bandwidth.h"
 #include "topology/system.h"
 #include "topology/topo_xml.h"

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <string>
 
-#include "src/bootstrap.h"
-#include "src/bootstrap_net.h"
-#include "src/error.h"
+#include "base/bootstrap.h"
+#include "base/net/socket.h"
+#include "base/error.h"
 
 namespace loom {
 namespace {

@@ -1,0 +1,64 @@
+// Waiting for a peer in the direct collectives: for a flag in the shared arena to reach a
+// value. A peer on another core is usually a few hundred nanoseconds behind, so the wait first
+// spins; when ranks outnumber cores the peer may not even be running, so it then yields the
+// core, and finally sleeps on this rank's doorbell (futex) until a peer rings it.
+//
+// Every wait is bounded: it fails after `timeoutMs` without the flag moving, promptly after
+// loomCommAbort, and within about 100 ms when the process it waits for (or, with
+// WaitPolicy::peerPids, any rank on this host) has died.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "algorithms/peer_liveness.h"
+#include "transport/shm/doorbell.h"
+
+namespace loom::algo {
+
+inline void cpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+struct WaitPolicy {
+  transport::DoorbellWord* ownDoorbell = nullptr;  // slept on; peers ring it
+  int timeoutMs = 600000;
+  const std::atomic<bool>* abortFlag = nullptr;
+  // Busy-wait iterations before yielding. Zero when ranks outnumber cores: the peer we wait
+  // for may be waiting for this very core, so spinning only delays it.
+  int spins = 2048;
+  // Names the call for errors ("allreduce #12 (4096 x float32, comm 1a2b)"); called only
+  // when an error is raised, so the common path builds no strings.
+  std::function<std::string()> describe;
+  // By rank, the pids of every peer on this host (0 = unchecked, see checkablePeerPids); when
+  // set, a stalled wait checks all of them, not only the peer it waits on, so it fails when any
+  // rank dies even if the peer it waits on is alive but stuck behind the dead one.
+  const std::vector<pid_t>* peerPids = nullptr;
+};
+
+// Returns when `flag` >= `target`. `peer`/`peerPid` name the rank that writes the flag (for the
+// dead-peer check and the error message), `what` the stage ("post", "reduced chunk", "done").
+void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, pid_t peerPid,
+                 const char* what, const WaitPolicy& policy);
+
+// Rings a doorbell whose owner is asleep (increment + futex wake).
+void wakeSleepers(transport::DoorbellWord& doorbell);
+
+// After publishing a flag: wakes `peerDoorbell`'s owner if it sleeps. The fence pairs with the
+// sleeper's (see waitForFlag): either the sleeper sees the flag or this sees the sleeper. The
+// common case (nobody asleep) costs a fence and a load, no write to the peer's line.
+inline void wakeIfSleeping(transport::DoorbellWord& peerDoorbell) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (peerDoorbell.sleepers.load(std::memory_order_relaxed) != 0) wakeSleepers(peerDoorbell);
+}
+
+}  // namespace loom::algo

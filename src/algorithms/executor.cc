@@ -1,0 +1,391 @@
+#include "algorithms/executor.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "kernels/host/host_reduce.h"
+#include "kernels/host/stream_copy.h"
+#include "algorithms/peer_liveness.h"
+#include "base/error.h"
+#include "base/log.h"
+
+namespace loom::algo {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Per thread, grown to the largest piece seen and kept: no allocation or page fault per call.
+char* stagingBuffer(size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    buffer.data = std::make_unique<char[]>(bytes);
+    std::memset(buffer.data.get(), 0, bytes);
+    buffer.size = bytes;
+  }
+  return buffer.data.get();
+}
+
+// What a receive does with each arriving piece: copy it, or reduce it with a local operand.
+class StepSink final : public transport::RecvSink {
+ public:
+  StepSink(char* dst, const char* local, const ExecutionContext& context, size_t elementBytes)
+      : dst_(dst), local_(local), context_(context), elementBytes_(elementBytes) {}
+
+  char* destination() override {
+    return local_ == nullptr && !context_.streamCopies ? dst_ : nullptr;
+  }
+
+  void deliver(size_t offset, const void* data, size_t bytes) override {
+    if (local_ == nullptr) {
+      if (context_.streamCopies) {
+        kernels::streamCopy(dst_ + offset, data, bytes);
+      } else {
+        std::memcpy(dst_ + offset, data, bytes);
+      }
+    } else if (context_.streamReductions) {
+      // Reduce into a cache-resident buffer, then write the output once, around the cache.
+      char* staged = stagingBuffer(bytes);
+      kernels::reduce(context_.type, context_.op, staged, local_ + offset, data, bytes / elementBytes_);
+      kernels::streamCopy(dst_ + offset, staged, bytes);
+    } else {
+      kernels::reduce(context_.type, context_.op, dst_ + offset, local_ + offset, data,
+                      bytes / elementBytes_);
+    }
+  }
+
+ private:
+  char* dst_;
+  const char* local_;
+  const ExecutionContext& context_;
+  size_t elementBytes_;
+};
+
+// One direction of one peer: its steps in order, and the one in flight.
+struct Lane {
+  std::deque<int> pending;
+  int active = -1;
+  std::optional<StepSink> sink;  // in place: no allocation per received piece of a schedule
+};
+
+struct PeerLanes {
+  transport::Connection* connection = nullptr;
+  Lane send;
+  Lane recv;
+};
+
+// How long a rank must make no progress before the death of a rank it does not wait on fails it.
+constexpr int kOtherDeathGraceMs = 1000;
+
+class Run {
+ public:
+  Run(const Schedule& schedule, const ExecutionBuffers& buffers, const ExecutionContext& context)
+      : schedule_(schedule), buffers_(buffers), context_(context),
+        elementBytes_(kernels::typeSize(context.type)), done_(schedule.steps.size(), false) {
+    for (size_t i = 0; i < schedule.steps.size(); ++i) {
+      const Step& step = schedule.steps[i];
+      if (step.kind == StepKind::Copy || step.kind == StepKind::Divide) {
+        local_.push_back(static_cast<int>(i));
+        continue;
+      }
+      PeerLanes& lanes = peerLanes(step.peer);
+      (step.kind == StepKind::Send ? lanes.send : lanes.recv).pending.push_back(static_cast<int>(i));
+    }
+    remaining_ = schedule.steps.size();
+  }
+
+  void run() {
+    int idlePasses = 0;
+    uint32_t passes = 0;
+    while (remaining_ > 0) {
+      const uint32_t bell = context_.doorbell ? context_.doorbell->snapshot() : 0;
+      if (pass()) {
+        idlePasses = 0;
+        // A long transfer that keeps moving still notices loomCommAbort.
+        if ((++passes & 1023) == 0) checkAbort();
+        continue;
+      }
+      backOff(++idlePasses, bell);
+    }
+  }
+
+ private:
+  PeerLanes& peerLanes(int peer) {
+    auto it = lanes_.find(peer);
+    if (it != lanes_.end()) return it->second;
+    const auto& connections = *context_.connections;
+    if (peer < 0 || peer >= static_cast<int>(connections.size()) || connections[peer] == nullptr) {
+      throwInternal("rank " + std::to_string(context_.rank) + ": " + context_.operation +
+                    ": schedule needs a connection to rank " + std::to_string(peer) +
+                    " that was not set up");
+    }
+    PeerLanes& lanes = lanes_[peer];
+    lanes.connection = connections[peer];
+    lanes.connection->setCallTag(context_.tag);  // before this call's first message
+    return lanes;
+  }
+
+  bool ready(int index) const {
+    const int dependency = schedule_.steps[index].dependsOn;
+    return dependency < 0 || done_[dependency];
+  }
+
+  const char* source(const Range& range) const {
+    switch (range.buffer) {
+      case Buffer::Send: return static_cast<const char*>(buffers_.send) + range.offset;
+      case Buffer::Recv: return static_cast<const char*>(buffers_.recv) + range.offset;
+      case Buffer::Scratch: return static_cast<const char*>(buffers_.scratch) + range.offset;
+    }
+    return nullptr;
+  }
+  char* target(const Range& range) const {
+    if (range.buffer == Buffer::Send) throwInternal("schedule writes into the send buffer");
+    return const_cast<char*>(source(range));
+  }
+
+  void complete(int index) {
+    done_[index] = true;
+    --remaining_;
+  }
+
+  bool runLocalSteps() {
+    bool moved = false;
+    for (auto it = local_.begin(); it != local_.end();) {
+      if (!ready(*it)) {
+        ++it;
+        continue;
+      }
+      const Step& step = schedule_.steps[*it];
+      char* dst = target(step.dst);
+      if (step.kind == StepKind::Copy) {
+        const char* src = source(step.src);
+        if (src != dst) std::memmove(dst, src, step.dst.bytes);
+      } else {
+        kernels::divide(context_.type, dst, dst, step.dst.bytes / elementBytes_, context_.nranks);
+      }
+      complete(*it);
+      it = local_.erase(it);
+      moved = true;
+    }
+    return moved;
+  }
+
+  // Posts the next step of a lane when the lane is idle and the step is ready.
+  bool post(PeerLanes& lanes, Lane& lane, bool isSend) {
+    if (lane.active >= 0 || lane.pending.empty() || !ready(lane.pending.front())) return false;
+    lane.active = lane.pending.front();
+    lane.pending.pop_front();
+    const Step& step = schedule_.steps[lane.active];
+    if (isSend) {
+      lanes.connection->postSend(source(step.src), step.src.bytes);
+    } else {
+      const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
+      lane.sink.emplace(target(step.dst), local, context_, elementBytes_);
+      lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
+    }
+    return true;
+  }
+
+  bool retire(PeerLanes& lanes, Lane& lane, bool isSend) {
+    if (lane.active < 0) return false;
+    if (isSend ? !lanes.connection->sendDone() : !lanes.connection->recvDone()) return false;
+    complete(lane.active);
+    lane.active = -1;
+    return true;
+  }
+
+  bool pass() {
+    bool moved = runLocalSteps();
+    for (auto& [peer, lanes] : lanes_) {
+      moved |= post(lanes, lanes.send, true);
+      moved |= post(lanes, lanes.recv, false);
+      if (lanes.send.active < 0 && lanes.recv.active < 0) continue;
+      moved |= progress(peer, lanes);
+      // Retire and immediately post the next step, so a lane never idles for a whole pass.
+      while (retire(lanes, lanes.send, true) && post(lanes, lanes.send, true)) moved = true;
+      while (retire(lanes, lanes.recv, false) && post(lanes, lanes.recv, false)) moved = true;
+    }
+    return moved;
+  }
+
+  // A transport error (a socket's EOF: the peer is gone) with the call it broke and, when this
+  // host can tell, which death caused it.
+  bool progress(int peer, PeerLanes& lanes) {
+    try {
+      return lanes.connection->progress();
+    } catch (const ExplainedError& error) {
+      throw Error(error.code(), prefix() + error.what());
+    } catch (const Error& error) {
+      throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
+    }
+  }
+
+  // A rank whose call fails tells its socket peers why (a Failure frame) and shuts its sockets
+  // down, so a connection may break because of a failure further round the ring: prefer a
+  // report that names the cause, on any connection, else name a dead rank. A killed process
+  // closes its sockets before it becomes a zombie, and a report may still be on its way, so
+  // look for up to 200 ms (an error path only).
+  std::string deathBehind(int peer) {
+    const std::vector<pid_t>* pids = context_.peerPids;
+    const bool checkPids =
+        pids != nullptr && std::any_of(pids->begin(), pids->end(), [](pid_t pid) { return pid != 0; });
+    const auto giveUp = Clock::now() + std::chrono::milliseconds(200);
+    for (;;) {
+      for (auto& [other, lanes] : lanes_) {
+        try {
+          lanes.connection->throwPeerReport();
+        } catch (const ExplainedError& report) {
+          throw Error(report.code(), prefix() + report.what());
+        } catch (const Error&) {
+          // That connection is broken too; keep looking at the others.
+        }
+      }
+      if (checkPids) {
+        const std::vector<DeadPeer> dead = findDeadPeers(*pids);
+        if (!dead.empty()) return "; " + describeDeadPeers(dead);
+      }
+      if (Clock::now() >= giveUp) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const pid_t peerPid = checkPids && peer >= 0 && peer < static_cast<int>(pids->size()) ? (*pids)[peer] : 0;
+    if (peerPid == 0) return "";
+    return "; rank " + std::to_string(peer) + " (pid " + std::to_string(peerPid) +
+           ") is alive: its call failed or its communicator was aborted";
+  }
+
+  std::string prefix() const {
+    return "rank " + std::to_string(context_.rank) + ": " + context_.operation + ": ";
+  }
+
+  // Checked only after the rank has idled for kLivenessCheckIntervalMs, then at that interval.
+  void checkPeersAlive(Clock::time_point now) {
+    if (context_.peerPids == nullptr || now < nextLivenessCheck_) return;
+    nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckIntervalMs);
+    const std::vector<DeadPeer> dead = findDeadPeers(*context_.peerPids);
+    if (dead.empty()) return;
+    // A dead rank this one waits on is fatal at once. Another dead rank may just have finished
+    // its part of the call and exited (a chain's far end): fatal only once nothing has moved
+    // for a while, which a death further round the ring soon causes.
+    bool awaited = false;
+    for (const DeadPeer& peer : dead) {
+      auto found = lanes_.find(peer.rank);
+      awaited = awaited || (found != lanes_.end() && (found->second.send.active >= 0 || !found->second.send.pending.empty() ||
+                                                      found->second.recv.active >= 0 || !found->second.recv.pending.empty()));
+    }
+    if (awaited || now - idleSince_ > std::chrono::milliseconds(kOtherDeathGraceMs)) {
+      throw Error(loomRemoteError, prefix() + describeDeadPeers(dead) + "; " + waitingOn());
+    }
+  }
+
+  void checkAbort() const {
+    if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
+      throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
+                                       context_.operation + " aborted (loomCommAbort or loomCommRevoke)");
+    }
+  }
+
+  // The timeout counts time without progress, so a large transfer that keeps moving is
+  // never cut off, and a stalled one fails timeoutMs after it stalled.
+  void checkDeadline(bool justWentIdle) {
+    checkAbort();
+    const auto now = Clock::now();
+    if (justWentIdle) {
+      idleSince_ = now;
+      nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckIntervalMs);
+    }
+    checkPeersAlive(now);
+    if (now - idleSince_ > std::chrono::milliseconds(context_.timeoutMs)) {
+      throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
+                                       context_.operation + " timed out: no progress for " +
+                                       std::to_string(context_.timeoutMs) + " ms " + waitingOn());
+    }
+  }
+
+  std::string waitingOn() const {
+    std::string text = "waiting on";
+    for (const auto& [peer, lanes] : lanes_) {
+      if (lanes.send.active >= 0 || !lanes.send.pending.empty()) {
+        text += " send to rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
+      }
+      if (lanes.recv.active >= 0 || !lanes.recv.pending.empty()) {
+        text += " recv from rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
+      }
+    }
+    return text;
+  }
+
+  // Spin briefly (the peer is often a few hundred ns behind), then yield the core (8 ranks
+  // may share 2), then sleep until a peer rings our doorbell or a socket becomes ready.
+  void backOff(int idlePasses, uint32_t bell) {
+    constexpr int kSpinPasses = 64;
+    constexpr int kYieldPasses = 192;
+    if (idlePasses < kSpinPasses) {
+      cpuRelax();
+      return;
+    }
+    checkDeadline(idlePasses == kSpinPasses);
+    if (idlePasses < kYieldPasses) {
+      sched_yield();
+      return;
+    }
+    // Sleep longer the longer nothing happens, but at most 10 ms between deadline checks.
+    const int sleepUs = std::min(10000, 50 << std::min(8, (idlePasses - kYieldPasses) / 8));
+    pollFds_.clear();
+    bool waitsOnShm = false;  // an active connection without fds: it rings the doorbell
+    for (const auto& [peer, lanes] : lanes_) {
+      if (lanes.send.active < 0 && lanes.recv.active < 0) continue;
+      const size_t before = pollFds_.size();
+      lanes.connection->addPollFds(pollFds_);
+      waitsOnShm |= pollFds_.size() == before;
+    }
+    if (!pollFds_.empty()) {
+      // poll cannot see the doorbell: keep the sleep short when shm peers are waited on too.
+      const int timeoutMs = waitsOnShm ? 1 : std::max(1, sleepUs / 1000);
+      ::poll(pollFds_.data(), pollFds_.size(), timeoutMs);
+    } else if (context_.doorbell) {
+      context_.doorbell->sleep(bell, sleepUs);
+    } else {
+      sched_yield();
+    }
+  }
+
+  const Schedule& schedule_;
+  const ExecutionBuffers& buffers_;
+  const ExecutionContext& context_;
+  const size_t elementBytes_;
+  std::vector<bool> done_;
+  size_t remaining_ = 0;
+  std::vector<int> local_;
+  std::map<int, PeerLanes> lanes_;
+  std::vector<pollfd> pollFds_;
+  Clock::time_point idleSince_;
+  Clock::time_point nextLivenessCheck_;
+};
+
+}  // namespace
+
+void execute(const Schedule& schedule, const ExecutionBuffers& buffers,
+             const ExecutionContext& context) {
+  Run(schedule, buffers, context).run();
+}
+
+}  // namespace loom::algo

@@ -1,0 +1,57 @@
+// Runs one rank's schedule over real connections.
+//
+// Steps go into one queue per (peer, direction) in schedule order, plus local steps; a step
+// starts once the step it depends on is done. Each pass posts what can start and calls
+// progress() on every busy connection, so a rank sends right while it receives from the left
+// and no blocking call can deadlock a ring. When a pass moves nothing the rank backs off:
+// spin, then sched_yield, then sleep on its doorbell (shm) or poll its sockets, with a bound
+// so the deadline and the abort flag are checked regularly, and every 100 ms of idling it looks
+// for dead peers on this host (algorithms/peer_liveness.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "loom.h"
+#include "algorithms/schedule.h"
+#include "transport/shm/doorbell.h"
+#include "transport/transport.h"
+
+namespace loom::algo {
+
+struct ExecutionBuffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* scratch = nullptr;
+};
+
+struct ExecutionContext {
+  loomDataType_t type = loomFloat32;
+  loomRedOp_t op = loomSum;
+  int rank = 0;
+  int nranks = 1;
+  // Indexed by peer rank; null where this rank has no connection.
+  const std::vector<transport::Connection*>* connections = nullptr;
+  transport::Doorbell* doorbell = nullptr;  // this rank's, when it has shm peers
+  int timeoutMs = 600000;  // fail after this long without any progress
+  const std::atomic<bool>* abortFlag = nullptr;
+  // By rank, the pids of the ranks on this host to check for death while idle (0 = unchecked;
+  // see checkablePeerPids). All of them, not only this rank's neighbours: a rank further round
+  // the ring than the dead one's neighbours would otherwise wait for its timeout.
+  const std::vector<pid_t>* peerPids = nullptr;
+  std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
+  transport::CallTag tag;  // what framing transports send with each message (LOOM_CHECK)
+  // Large messages: received pieces are written with non-temporal stores (kernels/stream_copy.h)
+  // so a copy does not first read every output line it overwrites.
+  bool streamCopies = false;
+  bool streamReductions = false;
+};
+
+void execute(const Schedule& schedule, const ExecutionBuffers& buffers,
+             const ExecutionContext& context);
+
+}  // namespace loom::algo

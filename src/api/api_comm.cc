@@ -1,0 +1,209 @@
+// Communicator lifecycle entry points.
+#include <unistd.h>
+
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api/api_internal.h"
+#include "bootstrap/env_job.h"
+#include "core/settings.h"
+#include "core/group.h"
+#include "base/log.h"
+
+using namespace loom;
+
+namespace {
+
+loomComm_t wrap(std::unique_ptr<Communicator> impl) {
+  auto* comm = new loomComm{std::move(impl), getpid()};
+  api::registerComm(comm);
+  return comm;
+}
+
+void checkRankArgs(int nranks, int rank) {
+  if (nranks < 1) throwArgument("nranks " + std::to_string(nranks) + " must be >= 1");
+  if (rank < 0 || rank >= nranks) {
+    throwArgument("rank " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
+  }
+}
+
+// Host initialisation completes on the calling thread; inside a group it would wait for
+// ranks that the same thread only starts at GroupEnd.
+void rejectInGroup(const char* call) {
+  if (group::active()) {
+    throwUsage(std::string(call) + " cannot be called between loomGroupStart and loomGroupEnd in this "
+               "release; initialise each rank from its own thread, or use loomCommInitAll");
+  }
+}
+
+void initRank(loomComm_t* comm, int nranks, const loomUniqueId& id, int rank, const loomConfig_t* config) {
+  if (comm == nullptr) throwArgument("comm is NULL");
+  rejectInGroup("loomCommInitRank");
+  *comm = nullptr;
+  checkRankArgs(nranks, rank);
+  CommSettings settings = resolveSettings(config);
+  *comm = wrap(std::make_unique<Communicator>(id, nranks, rank, std::move(settings)));
+}
+
+}  // namespace
+
+extern "C" {
+
+loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
+  return api::guarded("loomGetUniqueId", [&] {
+    if (uniqueId == nullptr) throwArgument("uniqueId is NULL");
+    const std::string pinned = envString("LOOM_COMM_ID");
+    if (pinned.empty()) {
+      *uniqueId = startRootServer(nullptr, nullptr);
+      return;
+    }
+    sockaddr_storage address = parseHostPort(pinned);
+    *uniqueId = startRootServer(&address, nullptr);
+  });
+}
+
+loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {
+  return api::guarded("loomCommInitRank", [&] { initRank(comm, nranks, commId, rank, nullptr); });
+}
+
+loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
+                                    loomConfig_t* config) {
+  return api::guarded("loomCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+}
+
+loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/) {
+  return api::guarded("loomCommInitAll", [&] {
+    if (comms == nullptr) throwArgument("comms is NULL");
+    if (ndev < 1 || ndev > 1024) throwArgument("ndev " + std::to_string(ndev) + " must be in [1, 1024]");
+    const loomUniqueId id = startRootServer(nullptr, nullptr);
+    const CommSettings settings = resolveSettings(nullptr);
+    std::vector<std::unique_ptr<Communicator>> made(ndev);
+    std::vector<std::function<void()>> tasks;
+    for (int rank = 0; rank < ndev; ++rank) {
+      tasks.push_back([&, rank] { made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings); });
+    }
+    group::runConcurrently(tasks);
+    for (int rank = 0; rank < ndev; ++rank) comms[rank] = wrap(std::move(made[rank]));
+  });
+}
+
+loomResult_t loomCommInitFromEnv(loomComm_t* comm) {
+  return api::guarded("loomCommInitFromEnv", [&] {
+    if (comm == nullptr) throwArgument("comm is NULL");
+    *comm = nullptr;
+    const EnvJob job = readEnvJob();
+    const UniqueIdContents contents = envUniqueId(job);
+    log::setThreadRank(job.rank);
+    // Rank 0 hosts the rendezvous at the agreed address; the others retry until it is up.
+    if (job.rank == 0) startRootServer(&contents.rootAddress, &contents.secret);
+    LOOM_INFO(INIT, "loomCommInitFromEnv: %s rank %d of %d, root %s", job.launcher.c_str(), job.rank,
+              job.nranks, addressToString(contents.rootAddress).c_str());
+    *comm = wrap(std::make_unique<Communicator>(encodeUniqueId(contents), job.nranks, job.rank,
+                                                resolveSettings(nullptr)));
+  });
+}
+
+loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm, loomConfig_t* config) {
+  return api::guarded("loomCommSplit", [&] {
+    auto parent = api::checkedComm(comm);
+    if (newcomm == nullptr) throwArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    rejectInGroup("loomCommSplit");
+    if (color < 0 && color != LOOM_SPLIT_NOCOLOR) {
+      throwArgument("color " + std::to_string(color) + " must be >= 0 or LOOM_SPLIT_NOCOLOR");
+    }
+    CommSettings settings = config ? resolveSettings(config) : parent->settings();
+    std::unique_ptr<Communicator> child = parent->split(color, key, settings);
+    if (child) *newcomm = wrap(std::move(child));
+  });
+}
+
+loomResult_t loomCommShrink(loomComm_t comm, int* excludeRanksList, int excludeRanksCount, loomComm_t* newcomm,
+                            loomConfig_t* config, int shrinkFlags) {
+  return api::guarded("loomCommShrink", [&] {
+    auto parent = api::checkedComm(comm);
+    if (newcomm == nullptr) throwArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    rejectInGroup("loomCommShrink");
+    if (excludeRanksCount < 0 || excludeRanksCount >= parent->size()) {
+      throwArgument("excludeRanksCount " + std::to_string(excludeRanksCount) + " must be in [0, " +
+                    std::to_string(parent->size()) + ")");
+    }
+    if (excludeRanksCount > 0 && excludeRanksList == nullptr) throwArgument("excludeRanksList is NULL");
+    if (shrinkFlags != LOOM_SHRINK_DEFAULT && shrinkFlags != LOOM_SHRINK_ABORT) {
+      throwArgument("shrinkFlags " + std::to_string(shrinkFlags) + " is neither LOOM_SHRINK_DEFAULT nor LOOM_SHRINK_ABORT");
+    }
+    // Stops a call still running on another thread (it fails, as after loomCommRevoke).
+    if (shrinkFlags == LOOM_SHRINK_ABORT) parent->revoke();
+    const std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+    CommSettings settings = config ? resolveSettings(config) : parent->settings();
+    *newcomm = wrap(parent->shrink(excluded, settings));
+  });
+}
+
+loomResult_t loomCommRevoke(loomComm_t comm, int revokeFlags) {
+  return api::guarded("loomCommRevoke", [&] {
+    auto impl = api::checkedComm(comm);
+    if (revokeFlags != LOOM_REVOKE_DEFAULT) {
+      throwArgument("revokeFlags " + std::to_string(revokeFlags) + " must be LOOM_REVOKE_DEFAULT (0)");
+    }
+    impl->revoke();
+  });
+}
+
+loomResult_t loomCommFinalize(loomComm_t comm) {
+  // Blocking collectives are complete when they return; this waits for the ones queued on
+  // streams (bounded by the communicator's timeout).
+  return api::guarded("loomCommFinalize", [&] {
+    auto impl = api::checkedComm(comm);
+    if (impl->revoked()) throwUsage("loomCommFinalize on a revoked communicator: destroy it instead");
+    impl->waitForAsyncWork();
+  });
+}
+
+loomResult_t loomCommDestroy(loomComm_t comm) {
+  if (comm == nullptr) return loomSuccess;  // as ncclCommDestroy(NULL)
+  return api::guarded("loomCommDestroy", [&] {
+    api::checkedComm(comm);
+    // Work still queued on streams holds its own reference and finishes first.
+    if (api::unregisterComm(comm)) delete comm;
+  });
+}
+
+loomResult_t loomCommAbort(loomComm_t comm) {
+  if (comm == nullptr) return loomSuccess;  // as ncclCommAbort(NULL)
+  return api::guarded("loomCommAbort", [&] {
+    // A collective running on another thread sees the flag within milliseconds and fails;
+    // it holds its own reference, so the communicator goes when it is done.
+    api::checkedComm(comm)->abort();
+    if (api::unregisterComm(comm)) delete comm;
+  });
+}
+
+loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError) {
+  return api::guarded("loomCommGetAsyncError", [&] {
+    auto impl = api::checkedComm(comm);
+    if (asyncError == nullptr) throwArgument("asyncError is NULL");
+    *asyncError = impl->asyncError();
+  });
+}
+
+loomResult_t loomCommCount(const loomComm_t comm, int* count) {
+  return api::guarded("loomCommCount", [&] {
+    auto impl = api::checkedComm(comm);
+    if (count == nullptr) throwArgument("count is NULL");
+    *count = impl->size();
+  });
+}
+
+loomResult_t loomCommUserRank(const loomComm_t comm, int* rank) {
+  return api::guarded("loomCommUserRank", [&] {
+    auto impl = api::checkedComm(comm);
+    if (rank == nullptr) throwArgument("rank is NULL");
+    *rank = impl->rank();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,24 @@
+// Rank, size and rendezvous from the environment of a launcher: loomrun, torchrun, OpenMPI's
+// mpirun, Slurm's srun.
+#pragma once
+
+#include "base/bootstrap.h"
+
+namespace loom {
+
+struct EnvJob {
+  int rank = -1;
+  int nranks = 0;
+  sockaddr_storage rootAddress{};
+  Secret secret{};
+  std::string launcher;  // "loomrun", "torchrun", "mpirun", "slurm": for logs
+};
+
+// Throws loomInvalidArgument naming the variables that are missing or malformed.
+EnvJob readEnvJob();
+
+// The unique id every rank of an environment-launched job agrees on without talking:
+// the root address and the secret from the environment, commUid derived from the secret.
+UniqueIdContents envUniqueId(const EnvJob& job);
+
+}  // namespace loom

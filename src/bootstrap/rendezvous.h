@@ -1,0 +1,29 @@
+// The rendezvous protocol between the ranks and the root server (src/bootstrap_root.cc).
+// After the authentication handshake (purpose RootRendezvous) each rank sends
+//   hello {magic "LMRH", version, nranks, rank, its bootstrap listener address}
+// and, once all nranks hellos are in, the root answers every rank with
+//   reply {magic "LMRR", version, status, nranks, payload bytes} + payload
+// where the payload is the table of listener addresses (status 0) or an error message.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <string>
+#include <vector>
+
+#include "base/bootstrap.h"
+#include "base/net/socket.h"
+
+namespace loom::rendezvous {
+
+// The rank side: connects to the root (retrying until the deadline: it may not be up yet),
+// authenticates, announces itself and returns every rank's listener address. Throws
+// loom::Error: loomInvalidUsage when the root reports an inconsistent communicator (duplicate
+// rank, nranks mismatch), loomSystemError/loomRemoteError for network failures. `who` starts
+// every message (e.g. "rank 2").
+std::vector<sockaddr_storage> exchangeWithRoot(const UniqueIdContents& id, int rank, int nranks,
+                                               const sockaddr_storage& listener,
+                                               const BootstrapOptions& options,
+                                               net::Deadline deadline, const std::string& who);
+
+}  // namespace loom::rendezvous

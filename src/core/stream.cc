@@ -1,0 +1,80 @@
+#include "core/stream.h"
+
+#include "base/error.h"
+
+namespace loom {
+
+Stream::Stream() : thread_([this] { loop(); }) {}
+
+Stream::~Stream() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  workReady_.notify_all();
+  thread_.join();
+}
+
+void Stream::enqueue(std::function<void()> work, std::function<void()> afterIdle) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.emplace_back(std::move(work), std::move(afterIdle));
+  }
+  workReady_.notify_one();
+}
+
+loomResult_t Stream::synchronize(std::string* message) {
+  std::unique_lock lock(mutex_);
+  drained_.wait(lock, [&] { return queue_.empty() && !running_; });
+  loomResult_t result = error_;
+  if (message) *message = errorMessage_;
+  error_ = loomSuccess;
+  errorMessage_.clear();
+  return result;
+}
+
+bool Stream::idle() const {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() && !running_;
+}
+
+void Stream::loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    workReady_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything ran
+    std::function<void()> work = std::move(queue_.front().first);
+    std::function<void()> afterIdle = std::move(queue_.front().second);
+    queue_.pop_front();
+    running_ = true;
+    lock.unlock();
+    loomResult_t code = loomSuccess;
+    std::string message;
+    try {
+      work();
+    } catch (const Error& error) {
+      code = error.code();
+      message = error.what();
+    } catch (const std::exception& error) {
+      code = loomInternalError;
+      message = error.what();
+    } catch (...) {
+      code = loomInternalError;
+      message = "unknown exception in stream work";
+    }
+    lock.lock();
+    if (code != loomSuccess && error_ == loomSuccess) {
+      error_ = code;
+      errorMessage_ = message;
+    }
+    running_ = false;
+    if (queue_.empty()) drained_.notify_all();
+    if (afterIdle) {
+      lock.unlock();
+      afterIdle();
+      lock.lock();
+    }
+  }
+}
+
+}  // namespace loom

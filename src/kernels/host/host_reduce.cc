@@ -1,0 +1,240 @@
+// Datatype/op metadata and the dispatch of reduce()/divide() to the best instruction-set variant
+// of the kernels (chosen once, from what the CPU reports).
+#include "kernels/host/host_reduce.h"
+
+#include <strings.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/host/host_kernel_table.h"
+#include "kernels/host/host_reduce_isa.h"
+#include "base/error.h"
+#include "base/log.h"
+
+namespace loom::kernels {
+
+size_t typeSize(loomDataType_t type) {
+  switch (type) {
+    case loomInt8:
+    case loomUint8:
+    case loomFloat8e4m3:
+    case loomFloat8e5m2:
+      return 1;
+    case loomFloat16:
+    case loomBfloat16:
+      return 2;
+    case loomInt32:
+    case loomUint32:
+    case loomFloat32:
+      return 4;
+    case loomInt64:
+    case loomUint64:
+    case loomFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+bool typeSupported(loomDataType_t type) {
+  return visitDataType(type, [](auto) {});
+}
+
+const char* typeName(loomDataType_t type) {
+  switch (type) {
+    case loomInt8:
+      return "int8";
+    case loomUint8:
+      return "uint8";
+    case loomInt32:
+      return "int32";
+    case loomUint32:
+      return "uint32";
+    case loomInt64:
+      return "int64";
+    case loomUint64:
+      return "uint64";
+    case loomFloat16:
+      return "float16";
+    case loomFloat32:
+      return "float32";
+    case loomFloat64:
+      return "float64";
+    case loomBfloat16:
+      return "bfloat16";
+    case loomFloat8e4m3:
+      return "float8e4m3";
+    case loomFloat8e5m2:
+      return "float8e5m2";
+    default:
+      return "unknown";
+  }
+}
+
+const char* opName(loomRedOp_t op) {
+  switch (op) {
+    case loomSum:
+      return "sum";
+    case loomProd:
+      return "prod";
+    case loomMax:
+      return "max";
+    case loomMin:
+      return "min";
+    case loomAvg:
+      return "avg";
+    default:
+      return "unknown";
+  }
+}
+
+const char* hostIsaName(HostIsa isa) {
+  switch (isa) {
+    case HostIsa::Generic:
+      return "generic";
+    case HostIsa::Avx2:
+      return "avx2";
+    case HostIsa::Avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+bool hostIsaAvailable(HostIsa isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();  // safe to call again; needed if we run before constructors
+  switch (isa) {
+    case HostIsa::Generic:
+      return true;
+    case HostIsa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case HostIsa::Avx512:
+      return hostIsaAvailable(HostIsa::Avx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq");
+  }
+  return false;
+#else
+  return isa == HostIsa::Generic;
+#endif
+}
+
+namespace {
+
+HostIsa fastestAvailableIsa() {
+  for (HostIsa isa : {HostIsa::Avx512, HostIsa::Avx2}) {
+    if (hostIsaAvailable(isa)) return isa;
+  }
+  return HostIsa::Generic;
+}
+
+// LOOM_HOST_ISA=generic|avx2|avx512 narrows the choice (to rule a variant out when chasing a
+// numerical or performance question); anything else is reported and ignored.
+HostIsa chooseIsa() {
+  const HostIsa fastest = fastestAvailableIsa();
+  HostIsa chosen = fastest;
+  const char* requested = std::getenv("LOOM_HOST_ISA");
+  if (requested != nullptr && *requested != '\0') {
+    bool known = false;
+    for (HostIsa isa : {HostIsa::Generic, HostIsa::Avx2, HostIsa::Avx512}) {
+      if (strcasecmp(requested, hostIsaName(isa)) != 0) continue;
+      known = true;
+      if (hostIsaAvailable(isa)) {
+        chosen = isa;
+      } else {
+        LOOM_WARN(INIT, "LOOM_HOST_ISA=%s: not supported by this CPU, using %s", requested,
+                  hostIsaName(fastest));
+      }
+    }
+    if (!known) {
+      LOOM_WARN(INIT, "LOOM_HOST_ISA=%s: unknown (generic, avx2 or avx512), using %s", requested,
+                hostIsaName(fastest));
+    }
+  }
+  LOOM_INFO(INIT, "host reduction kernels: %s", hostIsaName(chosen));
+  return chosen;
+}
+
+}  // namespace
+
+HostIsa bestHostIsa() {
+  static const HostIsa best = chooseIsa();
+  return best;
+}
+
+namespace {
+
+const KernelTable& kernelTable(HostIsa isa) {
+  if (!hostIsaAvailable(isa)) {
+    throwArgument(std::string("host kernels: ") + hostIsaName(isa) + " is not available here");
+  }
+#if defined(__x86_64__)
+  if (isa == HostIsa::Avx512) return avx512KernelTable();
+  if (isa == HostIsa::Avx2) return avx2KernelTable();
+#endif
+  return genericKernelTable();
+}
+
+const KernelTable& bestKernelTable() {
+  static const KernelTable& table = kernelTable(bestHostIsa());
+  return table;
+}
+
+// Through int: the enums' underlying types may be unsigned, and callers pass raw C values.
+bool knownType(loomDataType_t type) {
+  return static_cast<int>(type) >= 0 && static_cast<int>(type) < loomNumTypes;
+}
+bool knownOp(loomRedOp_t op) {
+  return static_cast<int>(op) >= 0 && static_cast<int>(op) < loomNumOps;
+}
+
+ReduceFn reduceKernel(const KernelTable& table, loomDataType_t type, loomRedOp_t op) {
+  ReduceFn fn = nullptr;
+  if (knownType(type) && knownOp(op)) fn = table.reduce[type][op];
+  if (fn == nullptr) {
+    throwArgument(std::string("reduce: unsupported datatype ") + typeName(type) + " (" +
+                  std::to_string(static_cast<int>(type)) + ") or op " + opName(op) + " (" +
+                  std::to_string(static_cast<int>(op)) + ")");
+  }
+  return fn;
+}
+
+DivideFn divideKernel(const KernelTable& table, loomDataType_t type, int divisor) {
+  DivideFn fn = knownType(type) ? table.divide[type] : nullptr;
+  if (fn == nullptr) {
+    throwArgument(std::string("divide: unsupported datatype ") + typeName(type) + " (" +
+                  std::to_string(static_cast<int>(type)) + ")");
+  }
+  // avg divides by the rank count; anything below 1 is a caller bug (and would make unsigned
+  // division meaningless).
+  if (divisor < 1) throwArgument("divide: divisor must be >= 1, got " + std::to_string(divisor));
+  return fn;
+}
+
+}  // namespace
+
+void reduce(loomDataType_t type, loomRedOp_t op, void* dst, const void* a, const void* b,
+            size_t count) {
+  ReduceFn fn = reduceKernel(bestKernelTable(), type, op);
+  if (count > 0) fn(dst, a, b, count);
+}
+
+void divide(loomDataType_t type, void* dst, const void* src, size_t count, int divisor) {
+  DivideFn fn = divideKernel(bestKernelTable(), type, divisor);
+  if (count > 0) fn(dst, src, count, divisor);
+}
+
+void reduceWithIsa(HostIsa isa, loomDataType_t type, loomRedOp_t op, void* dst, const void* a,
+                   const void* b, size_t count) {
+  ReduceFn fn = reduceKernel(kernelTable(isa), type, op);
+  if (count > 0) fn(dst, a, b, count);
+}
+
+void divideWithIsa(HostIsa isa, loomDataType_t type, void* dst, const void* src, size_t count,
+                   int divisor) {
+  DivideFn fn = divideKernel(kernelTable(isa), type, divisor);
+  if (count > 0) fn(dst, src, count, divisor);
+}
+
+}  // namespace loom::kernels

@@ -1,0 +1,21 @@
+#include <string>
+
+#include "base/error.h"
+#include "transport/transport.h"
+
+namespace loom::transport {
+
+void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self, int peer) {
+  if (mine.sequence == 0 || theirSequence == 0) return;
+  if (theirSequence == mine.sequence && theirs == mine.call) return;
+  auto describe = [&](const CallDescriptor& call) {
+    return mine.describe != nullptr ? mine.describe(call) : "count " + std::to_string(call.count);
+  };
+  std::string theirText = describe(theirs);
+  if (theirSequence != mine.sequence) theirText += " as call #" + std::to_string(theirSequence);
+  throw ExplainedError(loomInvalidUsage, "ranks disagree on call #" + std::to_string(mine.sequence) + ": rank " +
+                                             std::to_string(self) + " called " + describe(mine.call) + " but rank " +
+                                             std::to_string(peer) + " called " + theirText);
+}
+
+}  // namespace loom::transport

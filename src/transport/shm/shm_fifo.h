@@ -1,0 +1,104 @@
+// The single-producer single-consumer slot FIFO that carries one direction (from -> to) of an
+// shm connection. It lives in a segment created by the receiver and mapped by the sender.
+//
+// Layout: a read-only info line (segment header, geometry, ranks), the producer's `head` and
+// the consumer's `tail` on cache lines of their own (so the two sides never false-share),
+// then `slotCount` slots, each a 64-byte header line followed by `slotBytes` of payload.
+// head and tail count slots over the FIFO's whole life; slot i sits at index i % slotCount.
+// The producer fills slot `head` and publishes it with a release store of head + 1; the
+// consumer reads it after an acquire load of head and frees it with a release store of
+// tail + 1. No locks; each side keeps a private copy of the other's counter and re-reads the
+// shared one only when its copy says full (producer) or empty (consumer).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "transport/shm/shm_segment.h"
+#include "transport/transport.h"
+
+namespace loom::transport {
+
+struct ShmFifoGeometry {
+  size_t slotBytes = 0;    // payload per slot, a multiple of 64
+  uint32_t slotCount = 0;  // slots in the ring
+};
+
+// Describes one piece of a message as the producer wrote it; the consumer checks it against
+// the piece it expects before handing the payload on.
+struct alignas(64) ShmSlotHeader {
+  uint64_t slotSeq;     // the slot's position in the FIFO's history (its head value)
+  uint64_t offset;      // where the piece starts in its message
+  uint32_t bytes;       // payload bytes used
+  uint32_t messageSeq;  // which message of this direction (wraps)
+  uint64_t callSequence;  // the call the message belongs to (CallTag; 0: unchecked)
+  CallDescriptor call;
+  int32_t failureCode;  // nonzero: not data but the sender's failure report (payload: reason)
+};
+static_assert(sizeof(ShmSlotHeader) == 64);
+
+class ShmFifo {
+ public:
+  static constexpr size_t kMaxSlotBytes = size_t{1} << 30;
+  static constexpr uint32_t kMaxSlotCount = 1u << 16;
+
+  // Throws loomInvalidArgument unless 64 <= slotBytes <= kMaxSlotBytes, slotBytes % 64 == 0
+  // and 1 <= slotCount <= kMaxSlotCount.
+  static void checkGeometry(const ShmFifoGeometry& geometry);
+  static size_t segmentBytes(const ShmFifoGeometry& geometry);
+
+  // Receiver side: lays out an empty FIFO in a freshly created (zeroed) segment.
+  static ShmFifo format(ShmSegment segment, const ShmFifoGeometry& geometry, int fromRank,
+                        int toRank);
+  // Sender side: checks magic, version, geometry and ranks of a peer's FIFO. A geometry that
+  // differs from `expected` is loomInvalidUsage (the ranks were configured differently).
+  static ShmFifo attach(ShmSegment segment, const ShmFifoGeometry& expected, int fromRank,
+                        int toRank);
+
+  ShmFifo(ShmFifo&&) noexcept = default;
+  ShmFifo& operator=(ShmFifo&&) noexcept = default;
+
+  const ShmFifoGeometry& geometry() const { return geometry_; }
+  ShmSegment& segment() { return segment_; }
+  int creatorPid() const;
+
+  // ---- Producer side ----
+  // Slots the producer may fill now.
+  uint32_t freeSlots();
+  // Copies `bytes` (<= slotBytes) into the next free slot and publishes it. Needs a free slot.
+  void push(const void* data, uint32_t bytes, uint64_t offset, uint32_t messageSeq, const CallTag& tag = {},
+            int32_t failureCode = 0);
+
+  // ---- Consumer side ----
+  // Slots filled and not yet freed. Throws loomRemoteError if the producer's counter is
+  // impossible (corrupt shared memory).
+  uint32_t filledSlots();
+  // The oldest filled slot's header (needs filledSlots() > 0), copied out so a peer that
+  // scribbles on it afterwards cannot change what was checked. Throws loomRemoteError if its
+  // sequence number is not the slot's position.
+  ShmSlotHeader frontHeader() const;
+  const void* frontPayload() const;
+  // Frees the oldest filled slot for the producer.
+  void pop();
+
+ private:
+  struct Control;
+  ShmFifo(ShmSegment segment, const ShmFifoGeometry& geometry, std::string label);
+  Control& control() const;
+  char* slot(uint64_t sequence) const;
+
+  ShmSegment segment_;
+  ShmFifoGeometry geometry_;
+  size_t slotStride_ = 0;
+  std::string label_;  // "shm FIFO rank 1 -> rank 0" for messages
+  // Private views: the producer's own head and last seen tail; the consumer's own tail and
+  // last seen head.
+  uint64_t head_ = 0;
+  uint64_t seenTail_ = 0;
+  uint64_t tail_ = 0;
+  uint64_t seenHead_ = 0;
+};
+
+}  // namespace loom::transport

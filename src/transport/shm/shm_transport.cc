@@ -1,0 +1,341 @@
+// Setup of the shm transport and the Connection that moves messages over a pair of FIFOs.
+#include "transport/shm/shm_transport.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <new>
+#include <set>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/shm/shm_fifo.h"
+#include "transport/shm/shm_segment.h"
+
+namespace loom::transport {
+
+namespace {
+
+constexpr uint64_t kDoorbellMagic = 0x314c45424d4f4f4cull;  // "LOOMBEL1" little-endian
+constexpr uint32_t kDoorbellVersion = 1;
+constexpr size_t kMaxPrefixLength = 200;  // leaves room for "-f<rank>-<rank>" under NAME_MAX
+
+// What a rank's doorbell segment holds.
+struct DoorbellLayout {
+  ShmSegmentHeader header;
+  DoorbellWord word;
+};
+
+std::string fifoName(const std::string& prefix, int fromRank, int toRank) {
+  return "/" + prefix + "-f" + std::to_string(fromRank) + "-" + std::to_string(toRank);
+}
+std::string doorbellName(const std::string& prefix, int rank) {
+  return "/" + prefix + "-b" + std::to_string(rank);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One peer, both directions: we receive on `incoming` (our segment) and send on `outgoing`
+// (the peer's), and ring the peer's doorbell whenever we publish data or free space for it.
+class ShmConnection final : public Connection {
+ public:
+  ShmConnection(int rank, int peer, ShmFifo incoming, ShmFifo outgoing, ShmSegment peerBell)
+      : rank_(rank),
+        peer_(peer),
+        incoming_(std::move(incoming)),
+        outgoing_(std::move(outgoing)),
+        peerBellSegment_(std::move(peerBell)),
+        peerBell_(&static_cast<DoorbellLayout*>(peerBellSegment_.data())->word) {}
+
+  void postSend(const void* data, size_t bytes) override {
+    if (sendData_ != nullptr) throwUsage(where() + ": postSend while a send is in flight");
+    if (bytes == 0 || data == nullptr) throwUsage(where() + ": postSend needs data and bytes > 0");
+    sendData_ = static_cast<const char*>(data);
+    sendBytes_ = bytes;
+    sendOffset_ = 0;
+  }
+
+  void postRecv(size_t bytes, RecvSink* sink) override {
+    if (recvSink_ != nullptr) throwUsage(where() + ": postRecv while a receive is in flight");
+    if (bytes == 0 || sink == nullptr) {
+      throwUsage(where() + ": postRecv needs a sink and bytes > 0");
+    }
+    recvSink_ = sink;
+    recvBytes_ = bytes;
+    recvOffset_ = 0;
+  }
+
+  bool progress() override {
+    const bool moved = progressRecv() | progressSend();
+    // One ring per call, after everything this call made visible: it wakes a peer that sleeps
+    // waiting for data (we sent) or for space (we freed slots).
+    if (moved) peerBell_.ring();
+    return moved;
+  }
+
+  bool sendDone() const override { return sendData_ == nullptr; }
+  bool recvDone() const override { return recvSink_ == nullptr; }
+  int peer() const override { return peer_; }
+  const char* kind() const override { return "shm"; }
+  void setCallTag(const CallTag& tag) override { tag_ = tag; }
+
+  void fail(int code, const std::string& reason) {
+    // At a message boundary only: nothing in flight, or a message posted but not started.
+    if ((sendData_ != nullptr && sendOffset_ != 0) || outgoing_.freeSlots() == 0) return;
+    sendData_ = nullptr;
+    const size_t bytes = std::min(reason.size(), outgoing_.geometry().slotBytes);
+    outgoing_.push(reason.data(), static_cast<uint32_t>(bytes), 0, sendMessageSeq_, CallTag{}, code);
+    peerBell_.ring();
+  }
+
+  void throwPeerReport() override {
+    // Mid-message (a receive in flight with pieces taken) a report can only follow the
+    // message's end, which is not ours to skip here. After a completed receive recvOffset_
+    // still holds its size, yet the front slot starts a new message: a report there counts.
+    const bool midMessage = recvSink_ != nullptr && recvOffset_ != 0;
+    if (midMessage || incoming_.filledSlots() == 0) return;
+    throwIfFailureReport(incoming_.frontHeader());
+  }
+
+ private:
+  void throwIfFailureReport(const ShmSlotHeader& header) const {
+    if (header.failureCode == 0) return;
+    const loomResult_t code = header.failureCode > 0 && header.failureCode < loomNumResults
+                                  ? static_cast<loomResult_t>(header.failureCode)
+                                  : loomRemoteError;
+    const size_t bytes = std::min<size_t>(header.bytes, incoming_.geometry().slotBytes);
+    const std::string reason(static_cast<const char*>(incoming_.frontPayload()), bytes);
+    throw ExplainedError(code, "peer rank " + std::to_string(peer_) + " failed: " + reason);
+  }
+
+  std::string where() const {
+    return "shm: rank " + std::to_string(rank_) + ", peer " + std::to_string(peer_);
+  }
+
+  // At most one ring's worth of slots per call so a thread driving several connections (a ring
+  // sends right while it receives from the left) serves them all fairly.
+  uint32_t slotsPerCall() const { return outgoing_.geometry().slotCount; }
+
+  bool progressSend() {
+    if (sendData_ == nullptr) return false;
+    const size_t slotBytes = outgoing_.geometry().slotBytes;
+    uint32_t budget = slotsPerCall();
+    bool moved = false;
+    while (budget > 0 && sendOffset_ < sendBytes_ && outgoing_.freeSlots() > 0) {
+      const size_t piece = std::min(slotBytes, sendBytes_ - sendOffset_);
+      outgoing_.push(sendData_ + sendOffset_, static_cast<uint32_t>(piece), sendOffset_,
+                     sendMessageSeq_, tag_);
+      sendOffset_ += piece;
+      --budget;
+      moved = true;
+    }
+    if (sendOffset_ == sendBytes_) {
+      sendData_ = nullptr;
+      ++sendMessageSeq_;
+    }
+    return moved;
+  }
+
+  bool progressRecv() {
+    if (recvSink_ == nullptr) return false;
+    const size_t slotBytes = incoming_.geometry().slotBytes;
+    uint32_t budget = incoming_.geometry().slotCount;
+    bool moved = false;
+    while (budget > 0 && recvOffset_ < recvBytes_ && incoming_.filledSlots() > 0) {
+      const size_t piece = std::min(slotBytes, recvBytes_ - recvOffset_);
+      const ShmSlotHeader header = incoming_.frontHeader();
+      if (recvOffset_ == 0) {
+        throwIfFailureReport(header);
+        checkSameCall(tag_, header.callSequence, header.call, rank_, peer_);  // LOOM_CHECK
+      }
+      if (header.messageSeq != recvMessageSeq_ || header.offset != recvOffset_ ||
+          header.bytes != piece) {
+        pieceMismatch(header, piece);
+      }
+      // Straight from the shared slot: a reducing sink reads it in place, no bounce copy.
+      recvSink_->deliver(recvOffset_, incoming_.frontPayload(), piece);
+      incoming_.pop();
+      recvOffset_ += piece;
+      --budget;
+      moved = true;
+    }
+    if (recvOffset_ == recvBytes_) {
+      recvSink_ = nullptr;
+      ++recvMessageSeq_;
+    }
+    return moved;
+  }
+
+  [[noreturn]] void pieceMismatch(const ShmSlotHeader& header, size_t piece) const {
+    throwRemote(where() + ": expected " + std::to_string(piece) + " bytes at offset " +
+                std::to_string(recvOffset_) + " of message " + std::to_string(recvMessageSeq_) +
+                " (" + std::to_string(recvBytes_) + " bytes long) but the peer sent " +
+                std::to_string(header.bytes) + " bytes at offset " + std::to_string(header.offset) +
+                " of message " + std::to_string(header.messageSeq) +
+                " (the ranks disagree on message sizes or order)");
+  }
+
+  const int rank_;
+  const int peer_;
+  CallTag tag_;
+  ShmFifo incoming_;
+  ShmFifo outgoing_;
+  ShmSegment peerBellSegment_;
+  Doorbell peerBell_;
+
+  const char* sendData_ = nullptr;  // non-null while a send is in flight
+  size_t sendBytes_ = 0;
+  size_t sendOffset_ = 0;  // bytes already copied into slots
+  uint32_t sendMessageSeq_ = 0;
+
+  RecvSink* recvSink_ = nullptr;  // non-null while a receive is in flight
+  size_t recvBytes_ = 0;
+  size_t recvOffset_ = 0;  // bytes already delivered
+  uint32_t recvMessageSeq_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+class ShmTransportImpl final : public ShmTransport {
+ public:
+  ShmTransportImpl(int rank, ShmSegment ownBell,
+                   std::map<int, std::unique_ptr<ShmConnection>> connections)
+      : rank_(rank),
+        ownBellSegment_(std::move(ownBell)),
+        doorbell_(&static_cast<DoorbellLayout*>(ownBellSegment_.data())->word),
+        connections_(std::move(connections)) {}
+
+  Doorbell& doorbell() override { return doorbell_; }
+
+  void failAll(int code, const std::string& reason) override {
+    for (auto& [peer, connection] : connections_) connection->fail(code, reason);
+  }
+
+  Connection* connection(int peer) override {
+    auto found = connections_.find(peer);
+    if (found == connections_.end()) {
+      throwUsage("shm: rank " + std::to_string(rank_) + " has no shm connection to rank " +
+                 std::to_string(peer));
+    }
+    return found->second.get();
+  }
+
+ private:
+  int rank_;
+  ShmSegment ownBellSegment_;
+  Doorbell doorbell_;
+  // Declared last so the connections (which ring peers' doorbells) go before our own bell.
+  std::map<int, std::unique_ptr<ShmConnection>> connections_;
+};
+
+void checkOptions(const ShmOptions& options) {
+  if (options.slotCount < 1) {
+    throwArgument("shm: slot count " + std::to_string(options.slotCount) + " must be positive");
+  }
+  ShmFifo::checkGeometry({options.slotBytes, static_cast<uint32_t>(options.slotCount)});
+  if (options.namePrefix.empty() || options.namePrefix.size() > kMaxPrefixLength ||
+      options.namePrefix.find('/') != std::string::npos) {
+    throwArgument("shm: name prefix '" + options.namePrefix + "' must be 1 to " +
+                  std::to_string(kMaxPrefixLength) + " characters without '/'");
+  }
+}
+
+void checkPeers(const std::vector<int>& peers, int rank, int size) {
+  std::set<int> seen;
+  for (int peer : peers) {
+    if (peer < 0 || peer >= size || peer == rank) {
+      throwArgument("shm: rank " + std::to_string(rank) + " lists invalid peer " +
+                    std::to_string(peer) + " (communicator of " + std::to_string(size) + ")");
+    }
+    if (!seen.insert(peer).second) {
+      throwArgument("shm: rank " + std::to_string(rank) + " lists peer " + std::to_string(peer) +
+                    " twice");
+    }
+  }
+}
+
+ShmSegment createDoorbell(const std::string& name) {
+  ShmSegment segment = ShmSegment::create(name, sizeof(DoorbellLayout));
+  segment.stampHeader(kDoorbellMagic, kDoorbellVersion);
+  new (&static_cast<DoorbellLayout*>(segment.data())->word) DoorbellWord();
+  return segment;
+}
+
+ShmSegment openDoorbell(const std::string& name, int owner) {
+  ShmSegment segment = ShmSegment::open(name, sizeof(DoorbellLayout));
+  segment.checkHeader(kDoorbellMagic, kDoorbellVersion,
+                      "doorbell of rank " + std::to_string(owner));
+  return segment;
+}
+
+}  // namespace
+
+// Collective. Errors are held until both barriers are passed so that a rank that fails never
+// leaves the others waiting in a barrier; every segment is RAII, so a failure unmaps and
+// unlinks whatever was made. The bootstrap bounds the barrier waits (options.timeoutMs is the
+// same bound the caller gave it; nothing here waits on its own).
+std::unique_ptr<ShmTransport> createShmTransport(Bootstrap& bootstrap,
+                                                 const std::vector<int>& peers,
+                                                 const ShmOptions& options) {
+  const int rank = bootstrap.rank();
+  const std::string& prefix = options.namePrefix;
+  std::exception_ptr failure;
+  auto attempt = [&failure](auto&& step) {
+    if (failure) return;
+    try {
+      step();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  };
+
+  // 1. Our own names: the doorbell peers ring, and one FIFO per peer that sends to us.
+  ShmFifoGeometry geometry;
+  ShmSegment ownBell;
+  std::map<int, ShmFifo> incoming;
+  attempt([&] {
+    checkOptions(options);
+    checkPeers(peers, rank, bootstrap.size());
+    geometry = {options.slotBytes, static_cast<uint32_t>(options.slotCount)};
+    ownBell = createDoorbell(doorbellName(prefix, rank));
+    for (int peer : peers) {
+      ShmSegment segment =
+          ShmSegment::create(fifoName(prefix, peer, rank), ShmFifo::segmentBytes(geometry));
+      incoming.emplace(peer, ShmFifo::format(std::move(segment), geometry, peer, rank));
+    }
+  });
+  bootstrap.barrier();
+
+  // 2. The peers' names. Each FIFO has exactly one opener (us), so its name goes at once;
+  // a doorbell is opened by all of its owner's peers, so only the owner may remove it (3.).
+  std::map<int, ShmFifo> outgoing;
+  std::map<int, ShmSegment> peerBells;
+  attempt([&] {
+    for (int peer : peers) {
+      ShmSegment segment = ShmSegment::open(fifoName(prefix, rank, peer), sizeof(ShmSegmentHeader));
+      segment.unlink();
+      outgoing.emplace(peer, ShmFifo::attach(std::move(segment), geometry, rank, peer));
+      peerBells.emplace(peer, openDoorbell(doorbellName(prefix, peer), peer));
+    }
+  });
+  bootstrap.barrier();
+
+  // 3. Everyone has mapped everything: no name is needed any more.
+  attempt([&] {
+    ownBell.unlink();
+    for (auto& [peer, fifo] : incoming) fifo.segment().unlink();
+  });
+  if (failure) std::rethrow_exception(failure);
+
+  std::map<int, std::unique_ptr<ShmConnection>> connections;
+  for (int peer : peers) {
+    connections.emplace(peer, std::make_unique<ShmConnection>(
+                                  rank, peer, std::move(incoming.at(peer)),
+                                  std::move(outgoing.at(peer)), std::move(peerBells.at(peer))));
+  }
+  LOOM_INFO(SHM, "shm: rank %d connected to %zu peers (%d slots of %zu bytes per direction)", rank,
+            peers.size(), options.slotCount, options.slotBytes);
+  return std::make_unique<ShmTransportImpl>(rank, std::move(ownBell), std::move(connections));
+}
+
+}  // namespace loom::transport
