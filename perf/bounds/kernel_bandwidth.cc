@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/datatype.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/host_reduce_isa.h"
 #include "perf/bounds/bounds_support.h"
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   auto runReduce = [&](loomDataType_t type, bool inPlace) {
     // In place as a ring step does it: the running result is both an input and the output
     // (b is added over and over; with these values float16 stays far from overflow).
-    const size_t count = bytes / loom::kernels::typeSize(type);
+    const size_t count = bytes / loom::typeSize(type);
     loom::kernels::reduce(type, loomSum, dst.bytes(), inPlace ? dst.bytes() : a.bytes(), b.bytes(),
                           count);
   };

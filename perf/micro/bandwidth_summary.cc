@@ -1,3 +1,4 @@
+#include "base/datatype.h"
 #include "bandwidth_summary.h"
 
 #include <string>
@@ -33,12 +34,12 @@ void printBandwidthSummary(const RecordingReporter& results, const KernelSelecti
         if (share == 0) continue;  // filtered out or failed
         std::fprintf(out, "%-5s %-7s %-8s %-9s %9.2f %9.2f %7.0f%%\n", size.level,
                      sizeText(size.bytes).c_str(), kernels::hostIsaName(isa),
-                     kernels::typeName(type), results.counter(name, "bytes_per_second") / 1e9,
+                     typeName(type), results.counter(name, "bytes_per_second") / 1e9,
                      results.counter(name, "triad_bytes_per_second") / 1e9, 100 * share);
         if (&size != &dram) continue;
         const double target = targetShare(type);
         verdicts.push_back(
-            std::string(kernels::hostIsaName(isa)) + " " + kernels::typeName(type) + " sum at " +
+            std::string(kernels::hostIsaName(isa)) + " " + typeName(type) + " sum at " +
             sizeText(size.bytes) + ": " + std::to_string(static_cast<int>(100 * share + 0.5)) +
             "% of triad (target >= " + std::to_string(static_cast<int>(100 * target)) +
             "%): " + (share >= target ? "met" : "NOT met"));

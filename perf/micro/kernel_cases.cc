@@ -1,3 +1,4 @@
+#include "base/datatype.h"
 #include "kernel_cases.h"
 
 #include <benchmark/benchmark.h>
@@ -29,12 +30,12 @@ std::string triadName(HostIsa isa, size_t bytes) {
 std::string memcpyName(size_t bytes) { return "memcpy/" + sizeText(bytes); }
 
 std::string reduceName(HostIsa isa, loomDataType_t type, loomRedOp_t op, size_t bytes) {
-  return std::string("reduce/") + kernels::hostIsaName(isa) + "/" + kernels::typeName(type) + "/" +
-         kernels::opName(op) + "/" + sizeText(bytes);
+  return std::string("reduce/") + kernels::hostIsaName(isa) + "/" + typeName(type) + "/" +
+         opName(op) + "/" + sizeText(bytes);
 }
 
 std::string pairedName(HostIsa isa, loomDataType_t type, size_t bytes) {
-  return std::string("paired/") + kernels::hostIsaName(isa) + "/" + kernels::typeName(type) +
+  return std::string("paired/") + kernels::hostIsaName(isa) + "/" + typeName(type) +
          "/sum/" + sizeText(bytes);
 }
 
@@ -80,7 +81,7 @@ void memcpyCase(benchmark::State& state, const KernelOperands* operands, size_t 
 
 void reduceCase(benchmark::State& state, const KernelOperands* operands, HostIsa isa,
                 loomDataType_t type, loomRedOp_t op, size_t bytes) {
-  const size_t count = bytes / kernels::typeSize(type);
+  const size_t count = bytes / typeSize(type);
   for (auto _ : state) {
     kernels::reduceWithIsa(isa, type, op, operands->dst(), operands->a(), operands->b(), count);
     benchmark::ClobberMemory();
@@ -111,7 +112,7 @@ void pairedCase(benchmark::State& state, const KernelOperands* operands, HostIsa
     const double start = threadCpuSeconds();
     for (size_t call = 0; call < calls; ++call) {
       kernels::reduceWithIsa(isa, type, loomSum, operands->dst(), operands->a(), operands->b(),
-                             bytes / kernels::typeSize(type));
+                             bytes / typeSize(type));
       benchmark::ClobberMemory();
     }
     const double middle = threadCpuSeconds();

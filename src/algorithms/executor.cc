@@ -1,3 +1,4 @@
+#include "base/datatype.h"
 #include "algorithms/executor.h"
 
 #include <sched.h>
@@ -100,7 +101,7 @@ class Run {
  public:
   Run(const Schedule& schedule, const ExecutionBuffers& buffers, const ExecutionContext& context)
       : schedule_(schedule), buffers_(buffers), context_(context),
-        elementBytes_(kernels::typeSize(context.type)), done_(schedule.steps.size(), false) {
+        elementBytes_(typeSize(context.type)), done_(schedule.steps.size(), false) {
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
       if (step.kind == StepKind::Copy || step.kind == StepKind::Divide) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/datatype.h"
 #include "api/api_internal.h"
 #include "core/group.h"
 #include "kernels/host/host_reduce.h"
@@ -38,9 +39,9 @@ void checkOp(int raw) {
 
 // count * elements-per-count-unit * typeSize must fit in size_t (and in a signed offset).
 void checkCount(size_t count, size_t multiplier, loomDataType_t type) {
-  const size_t limit = static_cast<size_t>(INT64_MAX) / kernels::typeSize(type) / multiplier;
+  const size_t limit = static_cast<size_t>(INT64_MAX) / typeSize(type) / multiplier;
   if (count > limit) {
-    throwArgument("count " + std::to_string(count) + " of " + kernels::typeName(type) +
+    throwArgument("count " + std::to_string(count) + " of " + typeName(type) +
                   " overflows the addressable size");
   }
 }

@@ -1,3 +1,4 @@
+#include "base/datatype.h"
 #include "core/comm.h"
 
 #include <netinet/in.h>
@@ -317,7 +318,7 @@ void Communicator::endTurn(uint64_t ticket) {
 
 std::string Communicator::describeCall(const CollectiveCall& call, uint64_t sequence) const {
   return std::string(algo::collectiveName(call.collective)) + " #" + std::to_string(sequence) + " (" +
-         std::to_string(call.count) + " x " + kernels::typeName(call.type) + ", comm " + name_ + ", rank " +
+         std::to_string(call.count) + " x " + typeName(call.type) + ", comm " + name_ + ", rank " +
          std::to_string(rank_) + ")";
 }
 
@@ -421,7 +422,7 @@ void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
   shape.rank = rank_;
   shape.nranks = nranks_;
   shape.count = call.count;
-  shape.elementBytes = kernels::typeSize(call.type);
+  shape.elementBytes = typeSize(call.type);
   shape.root = call.root;
   shape.average = call.op == loomAvg && nranks_ > 1;
   shape.pieceBytes = settings_.pieceBytes;
@@ -455,7 +456,7 @@ void Communicator::runCall(const CollectiveCall& call, uint64_t sequence) {
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;
   context.streamReductions = messageBytes >= settings_.streamReduceBytes;
   LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(),
-             kernels::opName(call.op), call.root, schedule.steps.size());
+             opName(call.op), call.root, schedule.steps.size());
   algo::execute(schedule, buffers, context);
 }
 

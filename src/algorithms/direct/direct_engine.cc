@@ -1,3 +1,4 @@
+#include "base/datatype.h"
 #include "algorithms/direct/direct_engine.h"
 
 #include <cstdlib>
@@ -49,8 +50,8 @@ transport::CallDescriptor callDescriptor(Collective collective, loomDataType_t t
 std::string describeCallDescriptor(const transport::CallDescriptor& d) {
   const auto collective = static_cast<Collective>(d.collective);
   std::string text = std::string(collectiveName(collective)) + "(count " + std::to_string(d.count) + ", " +
-                     kernels::typeName(static_cast<loomDataType_t>(d.type));
-  if (hasOp(collective)) text += std::string(", ") + kernels::opName(static_cast<loomRedOp_t>(d.op));
+                     typeName(static_cast<loomDataType_t>(d.type));
+  if (hasOp(collective)) text += std::string(", ") + opName(static_cast<loomRedOp_t>(d.op));
   if (hasRoot(collective)) text += ", root " + std::to_string(d.root);
   return text + ")";
 }
@@ -90,7 +91,7 @@ DirectEngine::DirectEngine(transport::ShmArena& arena, std::vector<pid_t> pids, 
 
 DirectEngine::~DirectEngine() { std::free(staging_); }
 
-size_t DirectEngine::elementBytes(const DirectCall& call) const { return kernels::typeSize(call.type); }
+size_t DirectEngine::elementBytes(const DirectCall& call) const { return typeSize(call.type); }
 
 size_t DirectEngine::inputBytes(const DirectCall& call) const {
   const size_t bytes = call.count * elementBytes(call);

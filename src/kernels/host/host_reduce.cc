@@ -1,4 +1,4 @@
-// Datatype/op metadata and the dispatch of reduce()/divide() to the best instruction-set variant
+// Which datatypes the kernels reduce, and the dispatch of reduce()/divide() to the best instruction-set variant
 // of the kernels (chosen once, from what the CPU reports).
 #include "kernels/host/host_reduce.h"
 
@@ -14,79 +14,8 @@
 
 namespace loom::kernels {
 
-size_t typeSize(loomDataType_t type) {
-  switch (type) {
-    case loomInt8:
-    case loomUint8:
-    case loomFloat8e4m3:
-    case loomFloat8e5m2:
-      return 1;
-    case loomFloat16:
-    case loomBfloat16:
-      return 2;
-    case loomInt32:
-    case loomUint32:
-    case loomFloat32:
-      return 4;
-    case loomInt64:
-    case loomUint64:
-    case loomFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 bool typeSupported(loomDataType_t type) {
   return visitDataType(type, [](auto) {});
-}
-
-const char* typeName(loomDataType_t type) {
-  switch (type) {
-    case loomInt8:
-      return "int8";
-    case loomUint8:
-      return "uint8";
-    case loomInt32:
-      return "int32";
-    case loomUint32:
-      return "uint32";
-    case loomInt64:
-      return "int64";
-    case loomUint64:
-      return "uint64";
-    case loomFloat16:
-      return "float16";
-    case loomFloat32:
-      return "float32";
-    case loomFloat64:
-      return "float64";
-    case loomBfloat16:
-      return "bfloat16";
-    case loomFloat8e4m3:
-      return "float8e4m3";
-    case loomFloat8e5m2:
-      return "float8e5m2";
-    default:
-      return "unknown";
-  }
-}
-
-const char* opName(loomRedOp_t op) {
-  switch (op) {
-    case loomSum:
-      return "sum";
-    case loomProd:
-      return "prod";
-    case loomMax:
-      return "max";
-    case loomMin:
-      return "min";
-    case loomAvg:
-      return "avg";
-    default:
-      return "unknown";
-  }
 }
 
 const char* hostIsaName(HostIsa isa) {

@@ -4,16 +4,14 @@
 
 #include <cstddef>
 
+#include "base/datatype.h"
 #include "loom.h"
 
 namespace loom::kernels {
 
-// Bytes per element; 0 for an unknown type.
-size_t typeSize(loomDataType_t type);
-// True for the types collectives accept (all but fp8 in this release).
+// True for the types the host kernels reduce (all but fp8 in this release). Sizes and names
+// are in base/datatype.h.
 bool typeSupported(loomDataType_t type);
-const char* typeName(loomDataType_t type);
-const char* opName(loomRedOp_t op);
 
 // dst[i] = a[i] op b[i] for i < count. dst may alias a or b (exactly, not partially).
 // loomAvg reduces like loomSum; the division happens once at the end (divide()).
