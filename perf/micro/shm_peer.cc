@@ -13,6 +13,7 @@
 #include <string>
 
 #include "pair_bootstrap.h"
+#include "base/backoff.h"
 #include "base/error.h"
 
 namespace loom::micro {
@@ -25,13 +26,6 @@ using Clock = std::chrono::steady_clock;
 // rather than hanging.
 constexpr auto kStallLimit = std::chrono::seconds(20);
 
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 std::string uniquePrefix() {
   static std::atomic<int> counter{0};
@@ -40,54 +34,51 @@ std::string uniquePrefix() {
 
 }  // namespace
 
-ShmEndpoint::ShmEndpoint(std::unique_ptr<transport::ShmTransport> transport, int peer,
+ShmEndpoint::ShmEndpoint(std::unique_ptr<transport::Transport> transport, int peer,
                          const PairBootstrap* link)
-    : transport_(std::move(transport)), connection_(transport_->connection(peer)), link_(link) {}
+    : transport_(std::move(transport)), connection_(transport_->connection(peer)), link_(link) {
+  waits_.watch(*connection_);
+}
 
 template <typename Done>
 void ShmEndpoint::progressUntil(Done done) {
   lastProgress_ = Clock::now();
-  int idlePasses = 0;
-  // As the executor: snapshot the doorbell before looking for work, so a ring between the
-  // look and the sleep is not lost.
+  // As the executor (algorithms/executor.cc), with its back-off: arm the wait set before
+  // looking for work, so a ring between the look and the sleep is not lost.
+  Backoff backoff(BackoffPolicy{63, 128, 50, 8, 8, 10000});
+  const std::vector<const transport::Connection*> waiting{connection_};
   while (true) {
-    const uint32_t bell = transport_->doorbell().snapshot();
+    waits_.arm();
     const bool moved = connection_->progress();
     if (done()) return;
     if (moved) {
-      idlePasses = 0;
+      backoff.reset();
       lastProgress_ = Clock::now();
       continue;
     }
-    backOff(++idlePasses, bell);
+    const Backoff::Phase phase = backoff.next();
+    if (phase == Backoff::Phase::Spin) {
+      cpuPause();
+      continue;
+    }
+    if (Clock::now() - lastProgress_ > kStallLimit) {
+      throwRemote("shm peer made no progress for " + std::to_string(std::chrono::seconds(kStallLimit).count()) +
+                  " s");
+    }
+    if (phase == Backoff::Phase::Yield) {
+      sched_yield();
+      continue;
+    }
+    if (link_->peerClosed()) throwRemote("the shm peer process has exited");
+    waits_.sleep(waiting, backoff.sleepUs());
   }
-}
-
-// The executor's schedule (algorithms/executor.cc): 64 passes of spinning, then yielding up
-// to pass 192, then sleeping on the doorbell for 50 us growing to 10 ms.
-void ShmEndpoint::backOff(int idlePasses, uint32_t bell) {
-  constexpr int kSpinPasses = 64;
-  constexpr int kYieldPasses = 192;
-  if (idlePasses < kSpinPasses) {
-    cpuRelax();
-    return;
-  }
-  if (Clock::now() - lastProgress_ > kStallLimit) {
-    throwRemote("shm peer made no progress for " +
-                std::to_string(std::chrono::seconds(kStallLimit).count()) + " s");
-  }
-  if (idlePasses < kYieldPasses) {
-    sched_yield();
-    return;
-  }
-  if (link_->peerClosed()) throwRemote("the shm peer process has exited");
-  const int sleepUs = std::min(10000, 50 << std::min(8, (idlePasses - kYieldPasses) / 8));
-  transport_->doorbell().sleep(bell, sleepUs);
 }
 
 void ShmEndpoint::send(const void* data, size_t bytes) {
-  connection_->postSend(data, bytes);
+  const transport::Region region = transport_->registerRegion(const_cast<void*>(data), bytes);
+  connection_->postSend(region, 0, bytes);
   progressUntil([this] { return connection_->sendDone(); });
+  transport_->deregisterRegion(region);
 }
 
 void ShmEndpoint::receive(size_t bytes, transport::RecvSink* sink) {

@@ -22,7 +22,7 @@ class ShmEndpoint {
  public:
   // `link` (outlives this) tells when the peer process is gone, so a wait fails at once
   // instead of after the stall limit.
-  ShmEndpoint(std::unique_ptr<transport::ShmTransport> transport, int peer,
+  ShmEndpoint(std::unique_ptr<transport::Transport> transport, int peer,
               const PairBootstrap* link);
 
   // Posts the message and progresses until it is handed over (sendDone: in the peer's slots,
@@ -34,10 +34,10 @@ class ShmEndpoint {
  private:
   template <typename Done>
   void progressUntil(Done done);
-  void backOff(int idlePasses, uint32_t bell);
 
-  std::unique_ptr<transport::ShmTransport> transport_;
+  std::unique_ptr<transport::Transport> transport_;
   transport::Connection* connection_;
+  transport::WaitSet waits_;
   const PairBootstrap* link_;
   std::chrono::steady_clock::time_point lastProgress_;
 };

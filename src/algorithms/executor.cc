@@ -1,4 +1,3 @@
-#include "base/datatype.h"
 #include "algorithms/executor.h"
 
 #include <sched.h>
@@ -11,25 +10,19 @@
 #include <optional>
 #include <thread>
 
-#include "kernels/host/host_reduce.h"
-#include "kernels/host/stream_copy.h"
 #include "algorithms/peer_liveness.h"
+#include "base/backoff.h"
+#include "base/datatype.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "kernels/host/host_reduce.h"
+#include "kernels/host/stream_copy.h"
 
 namespace loom::algo {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // Per thread, grown to the largest piece seen and kept: no allocation or page fault per call.
 char* stagingBuffer(size_t bytes) {
@@ -49,8 +42,8 @@ char* stagingBuffer(size_t bytes) {
 // What a receive does with each arriving piece: copy it, or reduce it with a local operand.
 class StepSink final : public transport::RecvSink {
  public:
-  StepSink(char* dst, const char* local, const ExecutionContext& context, size_t elementBytes)
-      : dst_(dst), local_(local), context_(context), elementBytes_(elementBytes) {}
+  StepSink(char* dst, const char* local, const CallSpec& call, const ExecutionContext& context, size_t elementBytes)
+      : dst_(dst), local_(local), call_(call), context_(context), elementBytes_(elementBytes) {}
 
   char* destination() override {
     return local_ == nullptr && !context_.streamCopies ? dst_ : nullptr;
@@ -66,17 +59,17 @@ class StepSink final : public transport::RecvSink {
     } else if (context_.streamReductions) {
       // Reduce into a cache-resident buffer, then write the output once, around the cache.
       char* staged = stagingBuffer(bytes);
-      kernels::reduce(context_.type, context_.op, staged, local_ + offset, data, bytes / elementBytes_);
+      kernels::reduce(call_.type, call_.op, staged, local_ + offset, data, bytes / elementBytes_);
       kernels::streamCopy(dst_ + offset, staged, bytes);
     } else {
-      kernels::reduce(context_.type, context_.op, dst_ + offset, local_ + offset, data,
-                      bytes / elementBytes_);
+      kernels::reduce(call_.type, call_.op, dst_ + offset, local_ + offset, data, bytes / elementBytes_);
     }
   }
 
  private:
   char* dst_;
   const char* local_;
+  const CallSpec& call_;
   const ExecutionContext& context_;
   size_t elementBytes_;
 };
@@ -90,18 +83,36 @@ struct Lane {
 
 struct PeerLanes {
   transport::Connection* connection = nullptr;
+  size_t regions = 0;  // index of its transport's registrations (Run::registered_)
   Lane send;
   Lane recv;
 };
+
+// The call's buffers registered with one transport, for the span of the call.
+struct Registration {
+  transport::Transport* transport;
+  transport::Region buffers[3];  // by Buffer: Send, Recv, Scratch
+};
+
+// Spin 63 passes (each pass also polls every busy connection), yield 128, then sleep from 50 us,
+// doubling every 8 passes, up to 10 ms between deadline checks.
+constexpr BackoffPolicy kExecutorBackoff{63, 128, 50, 8, 8, 10000};
 
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
 constexpr int kOtherDeathGraceMs = 1000;
 
 class Run {
  public:
-  Run(const Schedule& schedule, const ExecutionBuffers& buffers, const ExecutionContext& context)
-      : schedule_(schedule), buffers_(buffers), context_(context),
-        elementBytes_(typeSize(context.type)), done_(schedule.steps.size(), false) {
+  Run(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
+      const ExecutionContext& context)
+      : call_(call), schedule_(schedule), buffers_(buffers), context_(context),
+        elementBytes_(typeSize(call.type)), done_(schedule.steps.size(), false) {
+    if (context.checkCalls) {
+      tag_.sequence = call.sequence;
+      tag_.call = call.descriptor();
+      tag_.describe = describeDescriptor;
+    }
+    measureBuffers();
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
       if (step.kind == StepKind::Copy || step.kind == StepKind::Divide) {
@@ -112,24 +123,69 @@ class Run {
       (step.kind == StepKind::Send ? lanes.send : lanes.recv).pending.push_back(static_cast<int>(i));
     }
     remaining_ = schedule.steps.size();
+    for (const auto& [peer, lanes] : lanes_) waits_.watch(*lanes.connection);
+  }
+
+  ~Run() {
+    for (Registration& registration : registered_) {
+      for (const transport::Region& region : registration.buffers) {
+        if (region.base != nullptr) registration.transport->deregisterRegion(region);
+      }
+    }
   }
 
   void run() {
-    int idlePasses = 0;
     uint32_t passes = 0;
     while (remaining_ > 0) {
-      const uint32_t bell = context_.doorbell ? context_.doorbell->snapshot() : 0;
+      waits_.arm();
       if (pass()) {
-        idlePasses = 0;
+        backoff_.reset();
         // A long transfer that keeps moving still notices loomCommAbort.
         if ((++passes & 1023) == 0) checkAbort();
         continue;
       }
-      backOff(++idlePasses, bell);
+      backOff();
     }
   }
 
  private:
+  char* base(Buffer buffer) const {
+    switch (buffer) {
+      case Buffer::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send));
+      case Buffer::Recv: return static_cast<char*>(buffers_.recv);
+      case Buffer::Scratch: return static_cast<char*>(buffers_.scratch);
+    }
+    return nullptr;
+  }
+
+  // How far into each buffer the schedule reaches: what a transport registers.
+  void measureBuffers() {
+    auto reach = [&](const Range& range) {
+      size_t& extent = extent_[static_cast<int>(range.buffer)];
+      extent = std::max(extent, range.offset + range.bytes);
+    };
+    for (const Step& step : schedule_.steps) {
+      if (step.kind == StepKind::Send || step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy) reach(step.src);
+      if (step.kind != StepKind::Send) reach(step.dst);
+    }
+  }
+
+  // The call's buffers registered with `transport` (once per transport and call).
+  size_t registrationFor(transport::Transport& transport) {
+    for (size_t i = 0; i < registered_.size(); ++i) {
+      if (registered_[i].transport == &transport) return i;
+    }
+    Registration registration{&transport, {}};
+    for (Buffer buffer : {Buffer::Send, Buffer::Recv, Buffer::Scratch}) {
+      const size_t extent = extent_[static_cast<int>(buffer)];
+      if (extent > 0 && base(buffer) != nullptr) {
+        registration.buffers[static_cast<int>(buffer)] = transport.registerRegion(base(buffer), extent);
+      }
+    }
+    registered_.push_back(registration);
+    return registered_.size() - 1;
+  }
+
   PeerLanes& peerLanes(int peer) {
     auto it = lanes_.find(peer);
     if (it != lanes_.end()) return it->second;
@@ -141,7 +197,8 @@ class Run {
     }
     PeerLanes& lanes = lanes_[peer];
     lanes.connection = connections[peer];
-    lanes.connection->setCallTag(context_.tag);  // before this call's first message
+    lanes.regions = registrationFor(lanes.connection->transport());
+    lanes.connection->setCallTag(tag_);  // before this call's first message
     return lanes;
   }
 
@@ -181,7 +238,7 @@ class Run {
         const char* src = source(step.src);
         if (src != dst) std::memmove(dst, src, step.dst.bytes);
       } else {
-        kernels::divide(context_.type, dst, dst, step.dst.bytes / elementBytes_, context_.nranks);
+        kernels::divide(call_.type, dst, dst, step.dst.bytes / elementBytes_, context_.nranks);
       }
       complete(*it);
       it = local_.erase(it);
@@ -197,10 +254,11 @@ class Run {
     lane.pending.pop_front();
     const Step& step = schedule_.steps[lane.active];
     if (isSend) {
-      lanes.connection->postSend(source(step.src), step.src.bytes);
+      const transport::Region& region = registered_[lanes.regions].buffers[static_cast<int>(step.src.buffer)];
+      lanes.connection->postSend(region, step.src.offset, step.src.bytes);
     } else {
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
-      lane.sink.emplace(target(step.dst), local, context_, elementBytes_);
+      lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
     }
     return true;
@@ -336,39 +394,27 @@ class Run {
 
   // Spin briefly (the peer is often a few hundred ns behind), then yield the core (8 ranks
   // may share 2), then sleep until a peer rings our doorbell or a socket becomes ready.
-  void backOff(int idlePasses, uint32_t bell) {
-    constexpr int kSpinPasses = 64;
-    constexpr int kYieldPasses = 192;
-    if (idlePasses < kSpinPasses) {
-      cpuRelax();
-      return;
-    }
-    checkDeadline(idlePasses == kSpinPasses);
-    if (idlePasses < kYieldPasses) {
-      sched_yield();
-      return;
-    }
-    // Sleep longer the longer nothing happens, but at most 10 ms between deadline checks.
-    const int sleepUs = std::min(10000, 50 << std::min(8, (idlePasses - kYieldPasses) / 8));
-    pollFds_.clear();
-    bool waitsOnShm = false;  // an active connection without fds: it rings the doorbell
-    for (const auto& [peer, lanes] : lanes_) {
-      if (lanes.send.active < 0 && lanes.recv.active < 0) continue;
-      const size_t before = pollFds_.size();
-      lanes.connection->addPollFds(pollFds_);
-      waitsOnShm |= pollFds_.size() == before;
-    }
-    if (!pollFds_.empty()) {
-      // poll cannot see the doorbell: keep the sleep short when shm peers are waited on too.
-      const int timeoutMs = waitsOnShm ? 1 : std::max(1, sleepUs / 1000);
-      ::poll(pollFds_.data(), pollFds_.size(), timeoutMs);
-    } else if (context_.doorbell) {
-      context_.doorbell->sleep(bell, sleepUs);
-    } else {
-      sched_yield();
+  void backOff() {
+    switch (backoff_.next()) {
+      case Backoff::Phase::Spin:
+        cpuPause();
+        return;
+      case Backoff::Phase::Yield:
+        checkDeadline(backoff_.justStoppedSpinning());
+        sched_yield();
+        return;
+      case Backoff::Phase::Sleep:
+        checkDeadline(false);
+        waiting_.clear();
+        for (const auto& [peer, lanes] : lanes_) {
+          if (lanes.send.active >= 0 || lanes.recv.active >= 0) waiting_.push_back(lanes.connection);
+        }
+        waits_.sleep(waiting_, backoff_.sleepUs());
+        return;
     }
   }
 
+  const CallSpec& call_;
   const Schedule& schedule_;
   const ExecutionBuffers& buffers_;
   const ExecutionContext& context_;
@@ -377,16 +423,21 @@ class Run {
   size_t remaining_ = 0;
   std::vector<int> local_;
   std::map<int, PeerLanes> lanes_;
-  std::vector<pollfd> pollFds_;
+  size_t extent_[3] = {0, 0, 0};  // by Buffer: bytes the schedule reaches
+  std::vector<Registration> registered_;
+  transport::CallTag tag_;
+  transport::WaitSet waits_;
+  std::vector<const transport::Connection*> waiting_;  // kept: no allocation per sleep
+  Backoff backoff_{kExecutorBackoff};
   Clock::time_point idleSince_;
   Clock::time_point nextLivenessCheck_;
 };
 
 }  // namespace
 
-void execute(const Schedule& schedule, const ExecutionBuffers& buffers,
+void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
              const ExecutionContext& context) {
-  Run(schedule, buffers, context).run();
+  Run(call, schedule, buffers, context).run();
 }
 
 }  // namespace loom::algo

@@ -3,10 +3,11 @@
 // Steps go into one queue per (peer, direction) in schedule order, plus local steps; a step
 // starts once the step it depends on is done. Each pass posts what can start and calls
 // progress() on every busy connection, so a rank sends right while it receives from the left
-// and no blocking call can deadlock a ring. When a pass moves nothing the rank backs off:
-// spin, then sched_yield, then sleep on its doorbell (shm) or poll its sockets, with a bound
-// so the deadline and the abort flag are checked regularly, and every 100 ms of idling it looks
-// for dead peers on this host (algorithms/peer_liveness.h).
+// and no blocking call can deadlock a ring. When a pass moves nothing the rank backs off
+// (base/backoff.h): spin, then sched_yield, then sleep on the wait set of the connections it
+// waits on (transport.h: a doorbell, sockets), with a bound so the deadline and the abort flag
+// are checked regularly, and every 100 ms of idling it looks for dead peers on this host
+// (algorithms/peer_liveness.h). The executor sees transports only through transport.h.
 #pragma once
 
 #include <sys/types.h>
@@ -16,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "loom.h"
+#include "algorithms/call_spec.h"
 #include "algorithms/schedule.h"
-#include "transport/shm/doorbell.h"
+#include "loom.h"
 #include "transport/transport.h"
 
 namespace loom::algo {
@@ -30,13 +31,10 @@ struct ExecutionBuffers {
 };
 
 struct ExecutionContext {
-  loomDataType_t type = loomFloat32;
-  loomRedOp_t op = loomSum;
   int rank = 0;
   int nranks = 1;
   // Indexed by peer rank; null where this rank has no connection.
   const std::vector<transport::Connection*>* connections = nullptr;
-  transport::Doorbell* doorbell = nullptr;  // this rank's, when it has shm peers
   int timeoutMs = 600000;  // fail after this long without any progress
   const std::atomic<bool>* abortFlag = nullptr;
   // By rank, the pids of the ranks on this host to check for death while idle (0 = unchecked;
@@ -44,14 +42,15 @@ struct ExecutionContext {
   // the ring than the dead one's neighbours would otherwise wait for its timeout.
   const std::vector<pid_t>* peerPids = nullptr;
   std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
-  transport::CallTag tag;  // what framing transports send with each message (LOOM_CHECK)
+  bool checkCalls = true;  // LOOM_CHECK >= 1: messages carry the call's tag (CallSpec::descriptor)
   // Large messages: received pieces are written with non-temporal stores (kernels/stream_copy.h)
   // so a copy does not first read every output line it overwrites.
   bool streamCopies = false;
   bool streamReductions = false;
 };
 
-void execute(const Schedule& schedule, const ExecutionBuffers& buffers,
+// Runs `schedule`, this rank's part of `call` (its type and op reduce what arrives).
+void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
              const ExecutionContext& context);
 
 }  // namespace loom::algo

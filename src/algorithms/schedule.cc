@@ -6,17 +6,6 @@
 
 namespace loom::algo {
 
-const char* collectiveName(Collective collective) {
-  switch (collective) {
-    case Collective::AllReduce: return "allreduce";
-    case Collective::AllGather: return "allgather";
-    case Collective::ReduceScatter: return "reducescatter";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
-  }
-  return "?";
-}
-
 namespace {
 
 Schedule buildInRankOrder(const CollectiveShape& shape) {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/call_spec.h"
+
 namespace loom::algo {
 
 enum class Buffer : uint8_t { Send, Recv, Scratch };
@@ -46,8 +48,6 @@ struct Schedule {
   size_t scratchBytes = 0;
 };
 
-enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce };
-const char* collectiveName(Collective collective);
 
 // What a schedule generator needs to know; everything is identical on every rank but `rank`.
 struct CollectiveShape {

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "api/api_internal.h"
+#include "base/net/socket.h"
 #include "bootstrap/env_job.h"
 #include "core/settings.h"
+#include "bootstrap/socket_bootstrap.h"
+#include "core/call_batch.h"
 #include "core/group.h"
 #include "base/log.h"
 
@@ -84,7 +87,7 @@ loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/
     for (int rank = 0; rank < ndev; ++rank) {
       tasks.push_back([&, rank] { made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings); });
     }
-    group::runConcurrently(tasks);
+    runConcurrently(tasks);
     for (int rank = 0; rank < ndev; ++rank) comms[rank] = wrap(std::move(made[rank]));
   });
 }

@@ -1,7 +1,8 @@
-// Bootstrap: how the ranks of one communicator find each other and exchange small blobs before
-// (and beside) the data transports. The real implementation rendezvous at the root listener
-// named in the unique id and then runs a TCP ring among the ranks (src/bootstrap_socket.cc);
-// tests may use an in-process implementation (tests/support/thread_bootstrap.h).
+// Bootstrap: how the ranks of one communicator exchange small blobs before (and beside) the data
+// transports. This is the interface transports and engines use; the real implementation
+// rendezvous at the root listener named in the unique id and then runs a TCP ring among the
+// ranks (bootstrap/socket_bootstrap.h); tests use an in-process one
+// (tests/support/thread_bootstrap.h).
 #pragma once
 
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,17 +21,6 @@
 namespace loom {
 
 using Secret = std::array<uint8_t, 16>;  // 128-bit shared secret of one communicator
-
-// What the 128-byte loomUniqueId carries (encoded with a magic and version, checked on decode).
-struct UniqueIdContents {
-  sockaddr_storage rootAddress{};  // the rendezvous listener (IPv4 or IPv6)
-  Secret secret{};                 // every connection must prove it knows this
-  uint64_t commUid = 0;            // random; names this communicator's shm segments
-};
-
-loomUniqueId encodeUniqueId(const UniqueIdContents& contents);
-// Throws loom::Error(loomInvalidArgument) with a clear message on a malformed id.
-UniqueIdContents decodeUniqueId(const loomUniqueId& id);
 
 class Bootstrap {
  public:
@@ -52,27 +43,10 @@ class Bootstrap {
   virtual int listenerFd() const { return -1; }
 };
 
-struct BootstrapOptions {
-  int timeoutMs = 600000;
-  const std::atomic<bool>* abortFlag = nullptr;  // checked while waiting; set by loomCommAbort
-  std::string commName;                          // for messages
-};
-
-// Rendezvous at the root, authenticate, learn every rank's address, connect the ring.
-std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int rank, int nranks,
-                                                 const BootstrapOptions& options);
-
-// The root's rendezvous server, run on a background thread of the process that created it.
-// It authenticates each rank, collects nranks hellos, answers each with the address table and
-// ends. Strangers (bad secret, garbage, stalls) are dropped and logged; they never block it.
-// `pinned`: listen on this address (LOOM_COMM_ID) rather than an ephemeral port.
-// Returns the unique id that ranks pass to loomCommInitRank.
-loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret);
-
-// Parses "host:port" / "[v6]:port" (as in LOOM_COMM_ID). Throws loomInvalidArgument.
-sockaddr_storage parseHostPort(const std::string& text);
-std::string addressToString(const sockaddr_storage& address);
-
-Secret randomSecret();
+// Runs `step` on every rank and lets every rank learn whether it failed anywhere: a set-up
+// step may fail on some ranks only (a peer pair disagreeing on the shm geometry), and no rank
+// may then go on to wait for a failed one. Rethrows this rank's own failure; a failure
+// elsewhere becomes loomRemoteError naming the rank and `stage`. Collective.
+void agreeOnOutcome(Bootstrap& bootstrap, const char* stage, const std::function<void()>& step);
 
 }  // namespace loom

@@ -5,17 +5,9 @@
 #include <cstdlib>
 #include <fstream>
 
-namespace loom::topology {
+#include "base/hash.h"
 
-uint64_t fnv1a(const void* data, size_t bytes, uint64_t seed) {
-  uint64_t hash = seed;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) {
-    hash ^= p[i];
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
+namespace loom {
 
 std::string hostName() {
   char name[256] = {};
@@ -36,4 +28,4 @@ uint64_t hostHash() {
   return fnv1a(identity.data(), identity.size());
 }
 
-}  // namespace loom::topology
+}  // namespace loom

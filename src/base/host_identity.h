@@ -4,14 +4,11 @@
 #include <cstdint>
 #include <string>
 
-namespace loom::topology {
+namespace loom {
 
 // FNV-1a of LOOM_HOSTID when set, else of hostname + kernel boot id (so two containers with
 // one hostname on different machines differ, and a rebooted host changes identity).
 uint64_t hostHash();
 std::string hostName();
 
-// Deterministic 64-bit FNV-1a, shared by every rank and process.
-uint64_t fnv1a(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
-
-}  // namespace loom::topology
+}  // namespace loom

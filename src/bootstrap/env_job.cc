@@ -6,7 +6,9 @@
 #include "base/net/auth.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/hash.h"
 #include "base/host_identity.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 
@@ -57,8 +59,8 @@ Secret derivedSecret(const std::string& address) {
   }
   LOOM_WARN(INIT, "LOOM_COMM_SECRET is not set: deriving the communicator secret from the job's identity; set it to keep other local users out");
   Secret secret{};
-  const uint64_t low = topology::fnv1a(identity.data(), identity.size());
-  const uint64_t high = topology::fnv1a(identity.data(), identity.size(), low ^ 0x9e3779b97f4a7c15ull);
+  const uint64_t low = fnv1a(identity.data(), identity.size());
+  const uint64_t high = fnv1a(identity.data(), identity.size(), low ^ 0x9e3779b97f4a7c15ull);
   std::memcpy(secret.data(), &low, 8);
   std::memcpy(secret.data() + 8, &high, 8);
   return secret;

@@ -2,7 +2,7 @@
 // mpirun, Slurm's srun.
 #pragma once
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 

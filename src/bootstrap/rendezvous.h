@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/socket.h"
 
 namespace loom::rendezvous {

@@ -14,6 +14,7 @@
 #include "base/net/auth.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 

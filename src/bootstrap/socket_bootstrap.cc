@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"

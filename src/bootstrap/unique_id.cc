@@ -7,7 +7,7 @@
 // connection that hangs or fails authentication.
 #include <cstring>
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "base/error.h"

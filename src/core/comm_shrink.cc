@@ -16,6 +16,7 @@
 
 #include "base/net/auth.h"
 #include "base/net/socket.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "core/comm.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -135,12 +136,12 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       }
       const std::string what = who + ": shrink offer to rank " + std::to_string(survivor);
       net::Socket socket = net::connectWithRetry(listeners[survivor], deadline, settings_.timeoutMs,
-                                                 &bootstrapAborted_, what);
-      auth::authenticateClient(socket.fd(), parentSecret, auth::Purpose::Shrink, deadline, &bootstrapAborted_,
+                                                 errors_.bootstrapStopFlag(), what);
+      auth::authenticateClient(socket.fd(), parentSecret, auth::Purpose::Shrink, deadline, errors_.bootstrapStopFlag(),
                                what);
       uint8_t record[kOfferBytes];
       encodeOffer(Offer{epoch, rank_, survivor, port, excludedDigest}, record);
-      net::writeFully(socket.fd(), record, sizeof(record), deadline, &bootstrapAborted_, what);
+      net::writeFully(socket.fd(), record, sizeof(record), deadline, errors_.bootstrapStopFlag(), what);
     }
   } else {
     if (bootstrap_->listenerFd() < 0) throwUsage(who + ": loomCommShrink needs the socket bootstrap");
@@ -148,7 +149,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
                                           kOfferBytes, who + " shrink listener");
     std::optional<Offer> offer;
     while (!offer) {
-      std::optional<auth::AuthenticatedPeer> peer = acceptor.next(deadline, &bootstrapAborted_);
+      std::optional<auth::AuthenticatedPeer> peer = acceptor.next(deadline, errors_.bootstrapStopFlag());
       if (!peer) {
         throwSystem(who + ": loomCommShrink: no offer from rank " + std::to_string(leader) +
                         " (the first survivor) within " + std::to_string(settings_.timeoutMs) +

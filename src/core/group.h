@@ -1,41 +1,34 @@
-// Issuing collectives: now, on a stream, or queued in a group.
+// Issuing calls: now, on a stream, or queued in a group.
 //
 // loomGroupStart/End: calls between them are queued per thread and issued at the end. Host
 // collectives complete on the thread that runs them, so one thread driving several
 // communicators (after loomCommInitAll) would wait on itself; at GroupEnd each
-// communicator's calls run on their own thread, in order — on the calling thread's behalf
-// for the NULL stream, inside one stream item per stream otherwise — and End returns when
-// the NULL-stream calls are done. A call that fails its checks inside a group fails the
-// whole group at End, and nothing of it runs (as in NCCL).
+// communicator's calls run on their own thread, in order (core/call_batch.h) — on the calling
+// thread's behalf for the NULL stream, inside one stream item per stream otherwise — and End
+// returns when the NULL-stream calls are done. A call that fails its checks inside a group
+// fails the whole group at End, and nothing of it runs (as in NCCL).
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "core/comm.h"
+#include "algorithms/call_spec.h"
 #include "loom.h"
+
+namespace loom {
+class Communicator;
+}
 
 namespace loom::group {
 
-struct PendingCall {
-  std::shared_ptr<Communicator> comm;
-  loomStream_t stream = nullptr;
-  CollectiveCall call;
-};
-
 bool active();  // the calling thread is between GroupStart and GroupEnd
 void start();
-// Outside a group: runs the call now, or enqueues it on its stream. Inside: queues it.
-void issue(PendingCall call);
+// Outside a group: runs the call now, or enqueues it on its stream (call.stream). Inside: queues
+// it. `comm` is the communicator the call's handle names.
+void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm);
 // A call inside the group failed its checks: GroupEnd will fail and run nothing.
 void noteFailure(loomResult_t code, const std::string& message);
 // Issues everything queued (when the outermost group ends); throws the first failure.
 void end();
-
-// Runs each task on its own thread (the first on the calling thread) and joins them all,
-// even when starting a thread fails; rethrows the first task's exception.
-void runConcurrently(const std::vector<std::function<void()>>& tasks);
 
 }  // namespace loom::group

@@ -1,6 +1,7 @@
 #include "core/stream.h"
 
 #include "base/error.h"
+#include "core/comm.h"
 
 namespace loom {
 
@@ -15,10 +16,11 @@ Stream::~Stream() {
   thread_.join();
 }
 
-void Stream::enqueue(std::function<void()> work, std::function<void()> afterIdle) {
+void Stream::enqueue(std::vector<CallBatch> item) {
+  for (const CallBatch& batch : item) batch.comm->asyncWorkAdded();
   {
     std::lock_guard lock(mutex_);
-    queue_.emplace_back(std::move(work), std::move(afterIdle));
+    queue_.push_back(std::move(item));
   }
   workReady_.notify_one();
 }
@@ -43,15 +45,14 @@ void Stream::loop() {
   for (;;) {
     workReady_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything ran
-    std::function<void()> work = std::move(queue_.front().first);
-    std::function<void()> afterIdle = std::move(queue_.front().second);
+    const std::vector<CallBatch> item = std::move(queue_.front());
     queue_.pop_front();
     running_ = true;
     lock.unlock();
     loomResult_t code = loomSuccess;
     std::string message;
     try {
-      work();
+      runBatches(item);  // failures are also recorded by each communicator (sticky)
     } catch (const Error& error) {
       code = error.code();
       message = error.what();
@@ -69,11 +70,9 @@ void Stream::loop() {
     }
     running_ = false;
     if (queue_.empty()) drained_.notify_all();
-    if (afterIdle) {
-      lock.unlock();
-      afterIdle();
-      lock.lock();
-    }
+    lock.unlock();
+    for (const CallBatch& batch : item) batch.comm->asyncWorkDone();
+    lock.lock();
   }
 }
 

@@ -1,16 +1,18 @@
-// An ordered host stream: work items run one after another on the stream's own thread, so a
-// caller can enqueue collectives and go on computing (as a CUDA stream does for NCCL).
-// The first failure is kept and reported by synchronize(); later items still run, since
-// they may belong to other communicators.
+// An ordered host stream: items run one after another on the stream's own thread, so a caller
+// can enqueue collectives and go on computing (as a CUDA stream does for NCCL). An item is the
+// calls one enqueue put there (core/call_batch.h): one call, or a group's calls on this stream,
+// one batch per communicator. The first failure is kept and reported by synchronize(); later
+// items still run, since they may belong to other communicators.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "core/call_batch.h"
 #include "loom.h"
 
 namespace loom {
@@ -22,10 +24,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  // `work` reports failure by throwing loom::Error.
-  // `afterIdle` (optional) runs once the stream no longer counts this work as running, so
-  // whoever it wakes (loomCommFinalize) finds the stream idle.
-  void enqueue(std::function<void()> work, std::function<void()> afterIdle = nullptr);
+  // The item's calls count as pending work of their communicators until the stream is idle
+  // again, so loomCommFinalize (which waits for that) finds the stream idle.
+  void enqueue(std::vector<CallBatch> item);
   // Waits until everything enqueued so far has run; returns (and clears) the first error.
   loomResult_t synchronize(std::string* message);
   bool idle() const;
@@ -36,7 +37,7 @@ class Stream {
   mutable std::mutex mutex_;
   std::condition_variable workReady_;
   std::condition_variable drained_;
-  std::deque<std::pair<std::function<void()>, std::function<void()>>> queue_;
+  std::deque<std::vector<CallBatch>> queue_;
   bool running_ = false;  // an item is executing
   bool stopping_ = false;
   loomResult_t error_ = loomSuccess;

@@ -1,11 +1,22 @@
-// The one interface every transport implements (shm, socket; later UCX, verbs, CUDA IPC).
+// The one interface every transport implements (shm and socket today; UCX, verbs, CUDA IPC and
+// plugins later), in the spirit of Gloo's Device / Pair / Buffer: a few abstract types with a
+// handful of virtuals each. Nothing above this floor names a transport; the registry
+// (transport/registry/registry.h) picks one per peer pair.
 //
-// A Connection joins this rank to one peer in both directions. Messages are matched in order:
-// the k-th message this rank posts for sending arrives as the k-th message the peer posts for
-// receiving, and both sides know its size (the schedule tells them). At most one send and one
-// receive are in flight per connection; progress() moves them without ever blocking, so one
-// thread can drive many connections (a ring sends right while it receives from the left) and
-// the executor decides when to spin, yield or sleep.
+//   Transport   one rank's instance of a transport for one communicator: it owns the
+//               connections to the peers it serves, registers memory and tells peers why a
+//               call failed.
+//   Connection  this rank and one peer, both directions: posted sends of registered regions
+//               and posted receives into sinks, moved forward by progress(), never blocking.
+//   WaitSet     what a rank sleeps on when nothing moves: the file descriptors and doorbells
+//               (Bell) of the connections it waits on.
+//
+// Messages are matched in order: the k-th message this rank posts for sending to a peer
+// arrives as the k-th message that peer posts for receiving from it, and both sides know its
+// size (the schedule tells them). At most one send and one receive are in flight per
+// connection; progress() moves them without ever blocking, so one thread can drive many
+// connections (a ring sends right while it receives from the left) and the executor decides
+// when to spin, yield or sleep.
 #pragma once
 
 #include <poll.h>
@@ -17,10 +28,10 @@
 
 namespace loom::transport {
 
-class Doorbell;
+// ---- Calls on the wire -------------------------------------------------------------------------
 
-// What every rank must agree on about one collective call. The in-place flag is each rank's
-// own business and is not compared.
+// What every rank must agree on about one call (algorithms/call_spec.h builds it). The in-place
+// flag is each rank's own business and is not compared.
 struct CallDescriptor {
   uint8_t collective;
   uint8_t type;
@@ -36,10 +47,10 @@ static_assert(sizeof(CallDescriptor) == 16);
 // the layer that knows collectives, so transports need not.
 using DescribeCall = std::string (*)(const CallDescriptor&);
 
-// The call a connection's messages belong to. Transports that frame their messages (sockets)
-// send it with each one and compare what arrives with their own: ranks that disagree on a
-// call fail with loomInvalidUsage naming both views instead of mixing data (LOOM_CHECK).
-// sequence 0: not checked.
+// The call a connection's messages belong to. Transports that frame their messages send it
+// with each one and compare what arrives with their own: ranks that disagree on a call fail
+// with loomInvalidUsage naming both views instead of mixing data (LOOM_CHECK). sequence 0: not
+// checked.
 struct CallTag {
   uint64_t sequence = 0;
   CallDescriptor call{};
@@ -49,6 +60,17 @@ struct CallTag {
 // Throws loom::ExplainedError(loomInvalidUsage) naming both calls when a message from `peer`
 // belongs to another call than `mine` (either sequence 0: not checked).
 void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self, int peer);
+
+// ---- Memory ------------------------------------------------------------------------------------
+
+// Memory a transport reads from or writes to, registered with it for the span of a call. RDMA
+// transports pin it and keep keys (`key`); host transports need nothing, so for them
+// registration costs a few instructions and `key` is 0.
+struct Region {
+  char* base = nullptr;
+  size_t bytes = 0;
+  uint64_t key = 0;
+};
 
 // Where received bytes go. The transport hands over each piece of the message as soon as it
 // is readable, possibly out of order; `offset` is the piece's position in the message and
@@ -67,6 +89,48 @@ class RecvSink {
   ~RecvSink() = default;
 };
 
+// ---- Waiting -----------------------------------------------------------------------------------
+
+// A word in memory that peers ring after making progress visible to this rank (shared memory's
+// doorbell: increment, and a futex wake when someone sleeps).
+class Bell {
+ public:
+  // Read before looking for work; sleep() then returns at once if the bell rang since.
+  virtual uint32_t snapshot() const = 0;
+  virtual void sleep(uint32_t seen, int timeoutUs) = 0;
+
+ protected:
+  ~Bell() = default;
+};
+
+class Connection;
+
+// What one rank sleeps on when a pass over its connections moved nothing. Connections
+// contribute file descriptors (sockets) or their transport's bell (shared memory); poll()
+// cannot see a bell, so when both kinds are waited on the sleep is kept short.
+class WaitSet {
+ public:
+  // Bells of `connection`, known before the first look for work (so arm() can snapshot them).
+  void watch(const Connection& connection);
+  // Before each look for work.
+  void arm();
+  // After a look that found nothing: sleep until one of `waiting`'s sources fires or
+  // `timeoutUs` passes (no source: yield the core instead).
+  void sleep(const std::vector<const Connection*>& waiting, int timeoutUs);
+
+ private:
+  struct ArmedBell {
+    Bell* bell;
+    uint32_t seen;
+  };
+  std::vector<ArmedBell> bells_;
+  std::vector<pollfd> fds_;  // kept between sleeps: no allocation per sleep
+};
+
+// ---- The three types -----------------------------------------------------------------------------
+
+class Transport;
+
 class Connection {
  public:
   virtual ~Connection() = default;
@@ -74,8 +138,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Starts sending `bytes` from `data`; `data` must stay valid until sendDone(). bytes > 0.
-  virtual void postSend(const void* data, size_t bytes) = 0;
+  // Starts sending `bytes` of `region` from `offset`; the region must stay registered and its
+  // bytes unchanged until sendDone(). bytes > 0.
+  virtual void postSend(const Region& region, size_t offset, size_t bytes) = 0;
   // Starts receiving the next message, exactly `bytes` long, into `sink`. bytes > 0.
   virtual void postRecv(size_t bytes, RecvSink* sink) = 0;
   // Moves posted operations forward without blocking; true if any byte moved. Throws
@@ -87,11 +152,13 @@ class Connection {
   virtual bool recvDone() const = 0;
 
   virtual int peer() const = 0;
-  virtual const char* kind() const = 0;  // "shm", "socket": for logs and errors
+  virtual Transport& transport() const = 0;
+  const char* kind() const;  // transport().name(): for logs and errors
 
-  // For sleeping when nothing moves: a socket adds its fd with the events it waits for;
-  // shared memory instead rings this rank's doorbell when it posts data or frees space.
+  // For sleeping when nothing moves (WaitSet): a socket adds its fds with the events it waits
+  // for; shared memory has a bell instead, which peers ring when they post data or free space.
   virtual void addPollFds(std::vector<pollfd>& /*fds*/) const {}
+  virtual Bell* bell() const { return nullptr; }
 
   // The call the next messages belong to (see CallTag); set before they are posted.
   virtual void setCallTag(const CallTag& /*tag*/) {}
@@ -100,5 +167,28 @@ class Connection {
   // otherwise returns. Never blocks. The connection is unusable afterwards.
   virtual void throwPeerReport() {}
 };
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // "shm", "socket": the registry name, for logs and errors.
+  virtual const char* name() const = 0;
+  // The connection to `peer`, one of the peers the transport was created for; owned by it.
+  virtual Connection* connection(int peer) = 0;
+  // Memory this transport's connections may send from (see Region).
+  virtual Region registerRegion(void* base, size_t bytes) { return Region{static_cast<char*>(base), bytes, 0}; }
+  virtual void deregisterRegion(const Region& /*region*/) {}
+  // After a failed call (the communicator is unusable): tells every peer why where a message
+  // boundary allows, so that it fails at once with the same code and reason instead of
+  // waiting for its timeout, and stops every connection. This is how a failure reaches ranks on
+  // other hosts, which cannot watch this host's processes.
+  virtual void failAll(int code, const std::string& reason) = 0;
+};
+
+inline const char* Connection::kind() const { return transport().name(); }
 
 }  // namespace loom::transport

@@ -19,7 +19,7 @@
 
 #include "fuzz_targets.h"
 #include "socket_helpers.h"
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "fuzz_targets.h"
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "base/error.h"

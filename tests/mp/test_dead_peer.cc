@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "loom.h"
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/test_env.h"
 

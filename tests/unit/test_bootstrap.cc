@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "base/error.h"

@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "tests/support/thread_bootstrap.h"
 #include "transport/shm/shm_transport.h"
+#include "tests/support/post_send.h"
 
 namespace loom::transport {
 namespace {
@@ -104,13 +105,17 @@ class BufferSink final : public RecvSink {
 };
 
 // The executor's job in miniature: progress everything, and when nothing moves spin a little,
-// yield, then sleep on our doorbell. The snapshot is taken before the progress pass so a ring
-// that lands after it makes the sleep return at once.
-void driveUntilDone(ShmTransport& transport, const std::vector<Connection*>& connections) {
+// yield, then sleep on the wait set (our doorbell, which the connections offer as their bell).
+// The wait set is armed before the progress pass so a ring that lands after it makes the
+// sleep return at once.
+void driveUntilDone(const std::vector<Connection*>& connections) {
   const auto deadline = Clock::now() + std::chrono::seconds(30);
+  WaitSet waits;
+  std::vector<const Connection*> waiting(connections.begin(), connections.end());
+  for (const Connection* connection : connections) waits.watch(*connection);
   int idle = 0;
   for (;;) {
-    const uint32_t seen = transport.doorbell().snapshot();
+    waits.arm();
     bool moved = false;
     bool done = true;
     for (Connection* connection : connections) {
@@ -126,21 +131,21 @@ void driveUntilDone(ShmTransport& transport, const std::vector<Connection*>& con
     if (idle < 64) {
       sched_yield();
     } else {
-      transport.doorbell().sleep(seen, 2000);
+      waits.sleep(waiting, 2000);
     }
     if (Clock::now() > deadline) throw std::runtime_error("shm test: no progress for 30 s");
   }
 }
 
 // Sends `bytes` of the pattern to `peer` while receiving `bytes` from it; returns what came.
-std::vector<char> exchange(ShmTransport& transport, int rank, int peer, uint64_t message,
+std::vector<char> exchange(Transport& transport, int rank, int peer, uint64_t message,
                            size_t bytes) {
   Connection* connection = transport.connection(peer);
   const std::vector<char> out = pattern(rank, message, bytes);
   BufferSink sink(bytes);
-  connection->postSend(out.data(), bytes);
+  test::postSend(*connection, out.data(), bytes);
   connection->postRecv(bytes, &sink);
-  driveUntilDone(transport, {connection});
+  driveUntilDone({connection});
   EXPECT_EQ(sink.delivered, bytes);
   return std::move(sink.data);
 }
@@ -164,16 +169,16 @@ void pingPongAllSizes(const ShmOptions& options) {
       if (rank == 0) {
         const std::vector<char> out = pattern(0, message, bytes);
         BufferSink echo(bytes);
-        connection->postSend(out.data(), bytes);
+        test::postSend(*connection, out.data(), bytes);
         connection->postRecv(bytes, &echo);
-        driveUntilDone(*transport, {connection});
+        driveUntilDone({connection});
         EXPECT_EQ(firstMismatch(echo.data, 0, message), -1) << "echo of " << bytes << " bytes";
       } else {
         BufferSink ping(bytes);
         connection->postRecv(bytes, &ping);
-        driveUntilDone(*transport, {connection});
-        connection->postSend(ping.data.data(), bytes);
-        driveUntilDone(*transport, {connection});
+        driveUntilDone({connection});
+        test::postSend(*connection, ping.data.data(), bytes);
+        driveUntilDone({connection});
       }
       ++message;
     }
@@ -206,9 +211,9 @@ void ringOfRanks(int nranks, int messages, size_t maxBytes, const ShmOptions& op
     for (int message = 0; message < messages; ++message) {
       const std::vector<char> out = pattern(rank, message, size(mySizes));
       BufferSink sink(size(leftSizes));
-      toRight->postSend(out.data(), out.size());
+      test::postSend(*toRight, out.data(), out.size());
       fromLeft->postRecv(sink.data.size(), &sink);
-      driveUntilDone(*transport, {toRight, fromLeft});
+      driveUntilDone({toRight, fromLeft});
       ASSERT_EQ(firstMismatch(sink.data, left, message), -1)
           << "rank " << rank << " message " << message << " of " << sink.data.size() << " bytes";
     }
@@ -245,9 +250,9 @@ TEST(ShmTransport, NoNamesLeftAfterSetupAndNoMappingsAfterDestruction) {
       const int from = (rank + nranks - step) % nranks;
       const std::vector<char> out = pattern(rank, step, 100);
       BufferSink sink(100);
-      transport->connection(to)->postSend(out.data(), out.size());
+      test::postSend(*transport->connection(to), out.data(), out.size());
       transport->connection(from)->postRecv(100, &sink);
-      driveUntilDone(*transport, {transport->connection(to), transport->connection(from)});
+      driveUntilDone({transport->connection(to), transport->connection(from)});
       EXPECT_EQ(firstMismatch(sink.data, from, step), -1);
     }
     bootstrap.barrier();
@@ -265,7 +270,7 @@ TEST(ShmTransport, EmptyPeerListsAreFine) {
     auto transport = createShmTransport(bootstrap, peers, options);
     if (rank == 2) {
       EXPECT_THROW(transport->connection(0), Error);
-      transport->doorbell().sleep(transport->doorbell().snapshot(), 10);  // times out quietly
+      WaitSet().sleep({}, 10);  // nothing to wait on: returns at once
     } else {
       EXPECT_EQ(firstMismatch(exchange(*transport, rank, 1 - rank, 0, 5000), 1 - rank, 0), -1);
     }
@@ -379,7 +384,7 @@ TEST(ShmTransport, UsageErrors) {
     char byte = 1;
     BufferSink sink(1);
     try {
-      connection->postSend(&byte, 0);
+      test::postSend(*connection, &byte, 0);
       ADD_FAILURE() << "zero-byte send accepted";
     } catch (const Error& error) {
       EXPECT_EQ(error.code(), loomInvalidUsage);
@@ -390,9 +395,9 @@ TEST(ShmTransport, UsageErrors) {
     } catch (const Error& error) {
       EXPECT_EQ(error.code(), loomInvalidUsage);
     }
-    connection->postSend(&byte, 1);
+    test::postSend(*connection, &byte, 1);
     try {
-      connection->postSend(&byte, 1);
+      test::postSend(*connection, &byte, 1);
       ADD_FAILURE() << "second send in flight accepted";
     } catch (const Error& error) {
       EXPECT_EQ(error.code(), loomInvalidUsage);
@@ -404,7 +409,7 @@ TEST(ShmTransport, UsageErrors) {
     } catch (const Error& error) {
       EXPECT_EQ(error.code(), loomInvalidUsage);
     }
-    driveUntilDone(*transport, {connection});
+    driveUntilDone({connection});
     EXPECT_EQ(sink.data[0], 1);
     try {
       transport->connection(rank);
@@ -422,13 +427,13 @@ TEST(ShmTransport, SizeDisagreementIsARemoteErrorNamingThePeer) {
     Connection* connection = transport->connection(1 - rank);
     if (rank == 0) {
       std::vector<char> out(100, 7);
-      connection->postSend(out.data(), out.size());
-      driveUntilDone(*transport, {connection});  // done once handed over
+      test::postSend(*connection, out.data(), out.size());
+      driveUntilDone({connection});  // done once handed over
     } else {
       BufferSink sink(200);
       connection->postRecv(200, &sink);
       try {
-        driveUntilDone(*transport, {connection});
+        driveUntilDone({connection});
         ADD_FAILURE() << "a 100-byte message was taken for a 200-byte one";
       } catch (const Error& error) {
         EXPECT_EQ(error.code(), loomRemoteError);

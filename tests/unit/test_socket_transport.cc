@@ -15,12 +15,13 @@
 #include <thread>
 #include <vector>
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "base/error.h"
 #include "tests/support/thread_bootstrap.h"
 #include "transport/socket/socket_transport.h"
+#include "tests/support/post_send.h"
 
 namespace loom::transport {
 namespace {
@@ -100,7 +101,7 @@ void ringExchange(int n, const SocketOptions& options, const std::vector<size_t>
       for (size_t p = 0; p < peers.size(); ++p) {
         outgoing.push_back(messageBytes(rank, peers[p], m, sizes[m]));
         sinks.push_back(std::make_unique<CheckingSink>(sizes[m]));
-        connections[p]->postSend(outgoing.back().data(), sizes[m]);
+        test::postSend(*connections[p], outgoing.back().data(), sizes[m]);
         connections[p]->postRecv(sizes[m], sinks.back().get());
       }
       driveUntil(connections, [&] {
@@ -169,7 +170,7 @@ TEST(SocketTransport, WorksOverTheSocketBootstrap) {
           connections.push_back(transport->connection(peer));
           outgoing.push_back(messageBytes(rank, peer, 0, bytes));
           sinks.push_back(std::make_unique<CheckingSink>(100000 + peer));
-          connections.back()->postSend(outgoing.back().data(), bytes);
+          test::postSend(*connections.back(), outgoing.back().data(), bytes);
           connections.back()->postRecv(100000 + peer, sinks.back().get());
         }
         driveUntil(connections, [&] {
@@ -244,7 +245,7 @@ TEST(SocketTransport, StrangersAtTheDataListenerAreDropped) {
     Connection* connection = transport->connection(1 - rank);
     auto outgoing = messageBytes(rank, 1 - rank, 0, 10000);
     CheckingSink sink(10000);
-    connection->postSend(outgoing.data(), outgoing.size());
+    test::postSend(*connection, outgoing.data(), outgoing.size());
     connection->postRecv(10000, &sink);
     driveUntil({connection}, [&] { return connection->sendDone() && connection->recvDone(); });
     EXPECT_TRUE(sink.data() == messageBytes(1 - rank, rank, 0, 10000));
@@ -287,7 +288,7 @@ TEST(SocketTransport, ClosedPeerGivesAnErrorNotAHang) {
     bootstrap.barrier();
     Connection* connection = transport->connection(1);
     std::vector<uint8_t> big(32 << 20, 1);  // more than the socket buffers hold
-    connection->postSend(big.data(), big.size());
+    test::postSend(*connection, big.data(), big.size());
     EXPECT_THROW(
         driveUntil(
             {connection}, [&] { return connection->sendDone(); }, std::chrono::seconds(10)),
@@ -323,7 +324,7 @@ TEST(SocketTransport, PeerReportAfterACompletedReceiveIsFound) {
       Connection* connection = transport->connection(1 - rank);
       auto outgoing = messageBytes(rank, 1 - rank, 0, bytes);
       CheckingSink sink(bytes);
-      connection->postSend(outgoing.data(), bytes);
+      test::postSend(*connection, outgoing.data(), bytes);
       connection->postRecv(bytes, &sink);
       driveUntil({connection}, [&] { return connection->sendDone() && connection->recvDone(); });
       EXPECT_TRUE(sink.data() == messageBytes(1 - rank, rank, 0, bytes));
@@ -351,7 +352,7 @@ TEST(SocketTransport, PeerReportAfterADrainedMessageIsFound) {
     Connection* connection = transport->connection(1 - rank);
     if (rank == 1) {
       std::vector<uint8_t> outgoing(bytes, 7);
-      connection->postSend(outgoing.data(), bytes);
+      test::postSend(*connection, outgoing.data(), bytes);
       while (connection->progress()) {
       }  // until the socket buffers are full
       EXPECT_FALSE(connection->sendDone());

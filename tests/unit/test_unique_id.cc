@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/bootstrap.h"
+#include "bootstrap/socket_bootstrap.h"
 #include "base/net/socket.h"
 #include "base/error.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms/direct/direct_engine.h"
+#include "algorithms/direct/arena_engine.h"
 #include "kernels/host/host_reduce.h"
 
 namespace loom::algo {
@@ -15,7 +15,7 @@ char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; 
 
 // Every rank reduces every element, in rank order, from the posted copies: identical results
 // everywhere, and no second synchronisation (the posts themselves say the data is there).
-void DirectEngine::allReduceEager(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::allReduceEager(const CallSpec& call, const Describe& describe) {
   const size_t bytes = call.count * elementBytes(call);
   publish(call, call.send, bytes, describe);
   awaitPosts(call, describe);
@@ -32,7 +32,7 @@ void DirectEngine::allReduceEager(const DirectCall& call, const Describe& descri
 // (it stays in cache) and fold it into the output; publish how many chunks are done.
 // Phase 2: every other segment, read from its owner's output as soon as the owner has
 // published it, as many finished chunks per read as are ready.
-void DirectEngine::allReduceSingleCopy(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::allReduceSingleCopy(const CallSpec& call, const Describe& describe) {
   const size_t elementSize = elementBytes(call);
   const uint64_t sequence = call.sequence;
   const Addresses mine{reinterpret_cast<uint64_t>(call.send), reinterpret_cast<uint64_t>(call.recv)};
@@ -60,7 +60,7 @@ void DirectEngine::allReduceSingleCopy(const DirectCall& call, const Describe& d
     uint64_t copied = 0;
     while (copied < chunks) {
       awaitProgress(owner, sequence, copied + 1, describe);
-      const uint64_t published = arena_.progress(owner).value.load(std::memory_order_acquire) -
+      const uint64_t published = arena_->progress(owner).value.load(std::memory_order_acquire) -
                                  (sequence << 24);
       const uint64_t ready = std::min(chunks, published);
       const size_t first = ownerBegin + copied * chunkElements;

@@ -2,7 +2,7 @@
 // from the arena (eager) or from the owner's buffer (single copy). See direct_engine.h.
 #include <cstring>
 
-#include "algorithms/direct/direct_engine.h"
+#include "algorithms/direct/arena_engine.h"
 
 namespace loom::algo {
 
@@ -10,7 +10,7 @@ namespace {
 char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
 }  // namespace
 
-void DirectEngine::allGather(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::allGather(const CallSpec& call, const Describe& describe) {
   const size_t bytes = call.count * elementBytes(call);
   const uint64_t sequence = call.sequence;
   void* own = at(call.recv, static_cast<size_t>(rank_) * bytes);
@@ -37,7 +37,7 @@ void DirectEngine::allGather(const DirectCall& call, const Describe& describe) {
   finishAndAwaitPeers(sequence, describe);
 }
 
-void DirectEngine::broadcast(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::broadcast(const CallSpec& call, const Describe& describe) {
   const size_t bytes = call.count * elementBytes(call);
   const uint64_t sequence = call.sequence;
   const bool root = rank_ == call.root;

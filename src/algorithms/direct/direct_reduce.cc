@@ -2,7 +2,7 @@
 // input, from the arena (eager, rank order) or with single-copy reads. See direct_engine.h.
 #include <algorithm>
 
-#include "algorithms/direct/direct_engine.h"
+#include "algorithms/direct/arena_engine.h"
 #include "kernels/host/host_reduce.h"
 
 namespace loom::algo {
@@ -12,13 +12,13 @@ const char* at(const void* base, size_t offset) { return static_cast<const char*
 char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
 }  // namespace
 
-void DirectEngine::reduceScatter(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::reduceScatter(const CallSpec& call, const Describe& describe) {
   const size_t elementSize = elementBytes(call);
   const size_t segmentBytes = call.count * elementSize;
   const size_t base = static_cast<size_t>(rank_) * segmentBytes;  // our segment in every input
   const uint64_t sequence = call.sequence;
   if (eager(call)) {
-    publish(call, call.send, inputBytes(call), describe);
+    publish(call, call.send, call.inputBytes(nranks_), describe);
     awaitPosts(call, describe);
     if (call.count == 0) return;
     kernels::reduce(call.type, call.op, call.recv, peerPayload(0, sequence) + base,
@@ -43,7 +43,7 @@ void DirectEngine::reduceScatter(const DirectCall& call, const Describe& describ
   finishAndAwaitPeers(sequence, describe);
 }
 
-void DirectEngine::reduce(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::reduce(const CallSpec& call, const Describe& describe) {
   const size_t elementSize = elementBytes(call);
   const size_t bytes = call.count * elementSize;
   const uint64_t sequence = call.sequence;

@@ -1,13 +1,11 @@
 #include "algorithms/direct/direct_wait.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "base/backoff.h"
 #include "base/error.h"
 
 namespace loom::algo {
@@ -16,51 +14,33 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
-}
-
-// Sleeps on `doorbell` unless `flag` reached `target` meanwhile. Registering as a sleeper
-// before the last look is what makes the waker's check (wakeIfSleeping) safe.
-void sleepUnlessReady(transport::DoorbellWord& doorbell, const std::atomic<uint64_t>& flag,
-                      uint64_t target, int timeoutUs) {
-  doorbell.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  const uint32_t seen = doorbell.sequence.load(std::memory_order_seq_cst);
-  if (flag.load(std::memory_order_seq_cst) < target) {
-    timespec timeout{timeoutUs / 1000000, (timeoutUs % 1000000) * 1000L};
-    futex(&doorbell.sequence, FUTEX_WAIT, seen, &timeout);  // EAGAIN/ETIMEDOUT/EINTR all fine
-  }
-  doorbell.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-}
+// Spin `spins` rounds (none when ranks outnumber cores), yield 63, then sleep from 20 us,
+// doubling every 4 rounds, at most 2 ms between checks.
+BackoffPolicy flagBackoff(int spins) { return BackoffPolicy{spins, 63, 20, 4, 7, 2000}; }
 
 }  // namespace
-
-void wakeSleepers(transport::DoorbellWord& doorbell) {
-  doorbell.sequence.fetch_add(1, std::memory_order_seq_cst);
-  futex(&doorbell.sequence, FUTEX_WAKE, INT32_MAX, nullptr);
-}
 
 void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, pid_t peerPid,
                  const char* what, const WaitPolicy& policy) {
   // The peer is usually just behind: spin on the cache line first.
-  for (int i = 0; i < policy.spins; ++i) {
-    if (flag.load(std::memory_order_acquire) >= target) return;
-    cpuPause();
-  }
-  const auto start = Clock::now();
+  Backoff backoff(flagBackoff(policy.spins));
+  auto start = Clock::now();
   auto lastProgressCheck = start;
-  int idle = 0;
   for (;;) {
     if (flag.load(std::memory_order_acquire) >= target) return;
-    ++idle;
-    if (idle < 64) {
+    const Backoff::Phase phase = backoff.next();
+    if (phase == Backoff::Phase::Spin) {
+      cpuPause();
+      continue;
+    }
+    if (backoff.justStoppedSpinning()) start = lastProgressCheck = Clock::now();
+    if (phase == Backoff::Phase::Yield) {
       sched_yield();  // ranks may outnumber cores: let the peer run
       continue;
     }
-    // Sleep longer the longer nothing happens, at most 2 ms between checks.
-    const int sleepUs = std::min(2000, 20 << std::min(7, (idle - 64) / 4));
     if (policy.ownDoorbell != nullptr) {
-      sleepUnlessReady(*policy.ownDoorbell, flag, target, sleepUs);
+      policy.ownDoorbell->sleepUnless([&] { return flag.load(std::memory_order_seq_cst) >= target; },
+                                      backoff.sleepUs());
     } else {
       sched_yield();
     }

@@ -21,16 +21,8 @@
 
 namespace loom::algo {
 
-inline void cpuPause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 struct WaitPolicy {
-  transport::DoorbellWord* ownDoorbell = nullptr;  // slept on; peers ring it
+  transport::Doorbell* ownDoorbell = nullptr;  // slept on; peers ring it
   int timeoutMs = 600000;
   const std::atomic<bool>* abortFlag = nullptr;
   // Busy-wait iterations before yielding. Zero when ranks outnumber cores: the peer we wait
@@ -49,16 +41,5 @@ struct WaitPolicy {
 // dead-peer check and the error message), `what` the stage ("post", "reduced chunk", "done").
 void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, pid_t peerPid,
                  const char* what, const WaitPolicy& policy);
-
-// Rings a doorbell whose owner is asleep (increment + futex wake).
-void wakeSleepers(transport::DoorbellWord& doorbell);
-
-// After publishing a flag: wakes `peerDoorbell`'s owner if it sleeps. The fence pairs with the
-// sleeper's (see waitForFlag): either the sleeper sees the flag or this sees the sleeper. The
-// common case (nobody asleep) costs a fence and a load, no write to the peer's line.
-inline void wakeIfSleeping(transport::DoorbellWord& peerDoorbell) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (peerDoorbell.sleepers.load(std::memory_order_relaxed) != 0) wakeSleepers(peerDoorbell);
-}
 
 }  // namespace loom::algo

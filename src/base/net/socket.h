@@ -109,3 +109,11 @@ void writeFully(int fd, const void* data, size_t bytes, Deadline deadline,
 sockaddr_storage chooseLocalAddress(const sockaddr_storage* root);
 
 }  // namespace loom::net
+
+namespace loom {
+
+// Parses "host:port" / "[v6]:port" (as in LOOM_COMM_ID). Throws loomInvalidArgument.
+sockaddr_storage parseHostPort(const std::string& text);
+std::string addressToString(const sockaddr_storage& address);
+
+}  // namespace loom

@@ -23,11 +23,13 @@ void Doorbell::ring() {
 
 void Doorbell::sleep(uint32_t seen, int timeoutUs) {
   word_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (word_->sequence.load(std::memory_order_seq_cst) == seen) {
-    timespec timeout{timeoutUs / 1000000, (timeoutUs % 1000000) * 1000L};
-    futex(&word_->sequence, FUTEX_WAIT, seen, &timeout);  // EAGAIN/ETIMEDOUT/EINTR all fine
-  }
+  if (word_->sequence.load(std::memory_order_seq_cst) == seen) wait(seen, timeoutUs);
   word_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void Doorbell::wait(uint32_t seen, int timeoutUs) {
+  timespec timeout{timeoutUs / 1000000, (timeoutUs % 1000000) * 1000L};
+  futex(&word_->sequence, FUTEX_WAIT, seen, &timeout);  // EAGAIN/ETIMEDOUT/EINTR all fine
 }
 
 }  // namespace loom::transport

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/shm/doorbell.h"
 #include "transport/shm/shm_fifo.h"
 #include "transport/shm/shm_segment.h"
 
@@ -40,18 +41,23 @@ std::string doorbellName(const std::string& prefix, int rank) {
 // (the peer's), and ring the peer's doorbell whenever we publish data or free space for it.
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(int rank, int peer, ShmFifo incoming, ShmFifo outgoing, ShmSegment peerBell)
-      : rank_(rank),
+  ShmConnection(Transport& owner, Doorbell& ownBell, int rank, int peer, ShmFifo incoming, ShmFifo outgoing,
+                ShmSegment peerBell)
+      : owner_(owner),
+        ownBell_(ownBell),
+        rank_(rank),
         peer_(peer),
         incoming_(std::move(incoming)),
         outgoing_(std::move(outgoing)),
         peerBellSegment_(std::move(peerBell)),
         peerBell_(&static_cast<DoorbellLayout*>(peerBellSegment_.data())->word) {}
 
-  void postSend(const void* data, size_t bytes) override {
+  void postSend(const Region& region, size_t offset, size_t bytes) override {
     if (sendData_ != nullptr) throwUsage(where() + ": postSend while a send is in flight");
-    if (bytes == 0 || data == nullptr) throwUsage(where() + ": postSend needs data and bytes > 0");
-    sendData_ = static_cast<const char*>(data);
+    if (bytes == 0 || region.base == nullptr || offset + bytes > region.bytes) {
+      throwUsage(where() + ": postSend needs bytes > 0 inside a registered region");
+    }
+    sendData_ = region.base + offset;
     sendBytes_ = bytes;
     sendOffset_ = 0;
   }
@@ -77,7 +83,9 @@ class ShmConnection final : public Connection {
   bool sendDone() const override { return sendData_ == nullptr; }
   bool recvDone() const override { return recvSink_ == nullptr; }
   int peer() const override { return peer_; }
-  const char* kind() const override { return "shm"; }
+  Transport& transport() const override { return owner_; }
+  // Peers ring this rank's doorbell when they post data for it or free space in its FIFOs.
+  Bell* bell() const override { return &ownBell_; }
   void setCallTag(const CallTag& tag) override { tag_ = tag; }
 
   void fail(int code, const std::string& reason) {
@@ -176,6 +184,8 @@ class ShmConnection final : public Connection {
                 " (the ranks disagree on message sizes or order)");
   }
 
+  Transport& owner_;
+  Doorbell& ownBell_;
   const int rank_;
   const int peer_;
   CallTag tag_;
@@ -196,16 +206,19 @@ class ShmConnection final : public Connection {
 };
 
 // ---------------------------------------------------------------------------------------------
-class ShmTransportImpl final : public ShmTransport {
+class ShmTransportImpl final : public Transport {
  public:
-  ShmTransportImpl(int rank, ShmSegment ownBell,
-                   std::map<int, std::unique_ptr<ShmConnection>> connections)
+  ShmTransportImpl(int rank, ShmSegment ownBell)
       : rank_(rank),
         ownBellSegment_(std::move(ownBell)),
-        doorbell_(&static_cast<DoorbellLayout*>(ownBellSegment_.data())->word),
-        connections_(std::move(connections)) {}
+        doorbell_(&static_cast<DoorbellLayout*>(ownBellSegment_.data())->word) {}
 
-  Doorbell& doorbell() override { return doorbell_; }
+  void connect(int peer, ShmFifo incoming, ShmFifo outgoing, ShmSegment peerBell) {
+    connections_.emplace(peer, std::make_unique<ShmConnection>(*this, doorbell_, rank_, peer, std::move(incoming),
+                                                               std::move(outgoing), std::move(peerBell)));
+  }
+
+  const char* name() const override { return "shm"; }
 
   void failAll(int code, const std::string& reason) override {
     for (auto& [peer, connection] : connections_) connection->fail(code, reason);
@@ -274,7 +287,7 @@ ShmSegment openDoorbell(const std::string& name, int owner) {
 // leaves the others waiting in a barrier; every segment is RAII, so a failure unmaps and
 // unlinks whatever was made. The bootstrap bounds the barrier waits (options.timeoutMs is the
 // same bound the caller gave it; nothing here waits on its own).
-std::unique_ptr<ShmTransport> createShmTransport(Bootstrap& bootstrap,
+std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap,
                                                  const std::vector<int>& peers,
                                                  const ShmOptions& options) {
   const int rank = bootstrap.rank();
@@ -327,15 +340,13 @@ std::unique_ptr<ShmTransport> createShmTransport(Bootstrap& bootstrap,
   });
   if (failure) std::rethrow_exception(failure);
 
-  std::map<int, std::unique_ptr<ShmConnection>> connections;
+  auto transport = std::make_unique<ShmTransportImpl>(rank, std::move(ownBell));
   for (int peer : peers) {
-    connections.emplace(peer, std::make_unique<ShmConnection>(
-                                  rank, peer, std::move(incoming.at(peer)),
-                                  std::move(outgoing.at(peer)), std::move(peerBells.at(peer))));
+    transport->connect(peer, std::move(incoming.at(peer)), std::move(outgoing.at(peer)), std::move(peerBells.at(peer)));
   }
   LOOM_INFO(SHM, "shm: rank %d connected to %zu peers (%d slots of %zu bytes per direction)", rank,
             peers.size(), options.slotCount, options.slotBytes);
-  return std::make_unique<ShmTransportImpl>(rank, std::move(ownBell), std::move(connections));
+  return transport;
 }
 
 }  // namespace loom::transport

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "base/bootstrap.h"
-#include "transport/shm/doorbell.h"
 #include "transport/transport.h"
 
 namespace loom::transport {
@@ -22,23 +21,14 @@ struct ShmOptions {
   int timeoutMs = 600000;         // waiting for peers during setup
 };
 
-// Everything one rank holds of the shm transport for one communicator: its own doorbell, the
-// peers' doorbells and one Connection per shm peer. Destroying it unmaps everything.
-class ShmTransport {
- public:
-  virtual ~ShmTransport() = default;
-  virtual Doorbell& doorbell() = 0;  // this rank's: sleep on it
-  // Connection to `peer` (one of the peers given at setup); owned by the ShmTransport.
-  virtual Connection* connection(int peer) = 0;
-  // After a failed call: where no message is half sent and a slot is free, puts a failure
-  // report (code and reason) in each peer's FIFO instead of the next message, so the peer
-  // fails with the cause at once rather than waiting for its timeout.
-  virtual void failAll(int code, const std::string& reason) = 0;
-};
-
+// The transport (transport.h) of one rank for one communicator: its own doorbell, which its
+// connections offer as their Bell, the peers' doorbells and one Connection per shm peer.
+// Destroying it unmaps everything. failAll() puts a failure report (code and reason) in each
+// peer's FIFO where no message is half sent and a slot is free, so the peer fails with the
+// cause at once rather than waiting for its timeout.
 // Collective over `bootstrap`: every rank calls it, each with its list of same-host peers
 // (symmetric: if a lists b, b lists a; lists may be empty).
-std::unique_ptr<ShmTransport> createShmTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
+std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
                                                  const ShmOptions& options);
 
 }  // namespace loom::transport

@@ -37,8 +37,8 @@ void capTransfer(size_t& bytes, size_t& moreBytes, uint64_t limit) {
 }  // namespace
 
 SocketConnection::SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes,
-                                   size_t stripeBytes, FaultPlan faults)
-    : self_(selfRank), peer_(peer), stripe_(stripeBytes), faults_(faults) {
+                                   size_t stripeBytes, FaultPlan faults, Transport* owner)
+    : owner_(owner), self_(selfRank), peer_(peer), stripe_(stripeBytes), faults_(faults) {
   if (lanes.empty()) throwInternal("SocketConnection needs at least one socket");
   if (stripeBytes == 0 || stripeBytes % kDeliveryAlign != 0) {
     throwArgument("socket stripe size " + std::to_string(stripeBytes) +
@@ -142,8 +142,17 @@ size_t SocketConnection::runLength(size_t lane, size_t shareOffset, size_t total
   return std::min(stripe_ - shareOffset % stripe_, total - offset);
 }
 
-void SocketConnection::postSend(const void* data, size_t bytes) {
+Transport& SocketConnection::transport() const {
+  if (owner_ == nullptr) throwInternal("socket connection to rank " + std::to_string(peer_) + " has no transport");
+  return *owner_;
+}
+
+void SocketConnection::postSend(const Region& region, size_t offset, size_t bytes) {
   if (sendRemaining_ != 0) throwInternal("socket postSend while a send is in flight");
+  if (region.base == nullptr || offset + bytes > region.bytes) {
+    throwInternal("socket postSend outside its registered region");
+  }
+  const char* data = region.base + offset;
   if (faults_.delayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(faults_.delayMs));
   WireHeader header;
   header.sequence = tag_.sequence;
@@ -152,7 +161,7 @@ void SocketConnection::postSend(const void* data, size_t bytes) {
   encodeWireHeader(header, sendHeader_);
   if (static_cast<int64_t>(++messagesSent_) == faults_.corruptHeader) sendHeader_[0] ^= 0xff;
   sendHeaderSent_ = 0;
-  sendData_ = static_cast<const uint8_t*>(data);
+  sendData_ = reinterpret_cast<const uint8_t*>(data);
   sendBytes_ = bytes;
   sendRemaining_ = bytes;
   for (size_t i = 0; i < lanes_.size(); ++i) {

@@ -21,17 +21,18 @@ namespace loom::transport {
 class SocketConnection final : public Connection {
  public:
   // `lanes[i]` is the socket with index i; stripeBytes is a positive multiple of 16.
+  // `owner` (the transport it belongs to) may be null for a connection used on its own (tests).
   SocketConnection(int selfRank, int peer, std::vector<net::Socket> lanes, size_t stripeBytes,
-                   FaultPlan faults = {});
+                   FaultPlan faults = {}, Transport* owner = nullptr);
   ~SocketConnection() override;
 
-  void postSend(const void* data, size_t bytes) override;
+  void postSend(const Region& region, size_t offset, size_t bytes) override;
   void postRecv(size_t bytes, RecvSink* sink) override;
   bool progress() override;
   bool sendDone() const override { return sendRemaining_ == 0; }
   bool recvDone() const override { return recvRemaining_ == 0; }
   int peer() const override { return peer_; }
-  const char* kind() const override { return "socket"; }
+  Transport& transport() const override;
   void addPollFds(std::vector<pollfd>& fds) const override;
   void setCallTag(const CallTag& tag) override { tag_ = tag; }
   // Drains what is left of a message being received (discarding it, as far as it has
@@ -89,6 +90,7 @@ class SocketConnection final : public Connection {
   void deliverStaged(size_t index);
   [[noreturn]] void fail(const char* direction, int err);
 
+  Transport* owner_;
   int self_;
   int peer_;
   size_t stripe_;

@@ -60,7 +60,7 @@ std::optional<SocketHello> decodeHello(const uint8_t* in) {
                      net::getU64(in + 32)};
 }
 
-class SocketTransportImpl final : public SocketTransport {
+class SocketTransportImpl final : public Transport {
  public:
   SocketTransportImpl(Bootstrap& bootstrap, const std::vector<int>& peers,
                       const SocketOptions& options)
@@ -94,6 +94,8 @@ class SocketTransportImpl final : public SocketTransport {
     LOOM_TRACE(NET, "%s: connected to %zu peers with %d sockets each", who_.c_str(), peers.size(),
                options.socketsPerPeer);
   }
+
+  const char* name() const override { return "socket"; }
 
   Connection* connection(int peer) override {
     auto found = connections_.find(peer);
@@ -148,7 +150,7 @@ class SocketTransportImpl final : public SocketTransport {
       net::writeFully(sock.fd(), hello, sizeof(hello), deadline, nullptr, what);
       lanes.push_back(std::move(sock));
     }
-    return std::make_unique<SocketConnection>(rank_, peer, std::move(lanes), options_.stripeBytes, faults_);
+    return std::make_unique<SocketConnection>(rank_, peer, std::move(lanes), options_.stripeBytes, faults_, this);
   }
 
   void acceptFrom(const std::vector<int>& lower, const net::Socket& listener,
@@ -200,7 +202,7 @@ class SocketTransportImpl final : public SocketTransport {
     }
     for (auto& [peer, sockets] : lanes) {
       connections_[peer] =
-          std::make_unique<SocketConnection>(rank_, peer, std::move(sockets), options_.stripeBytes, faults_);
+          std::make_unique<SocketConnection>(rank_, peer, std::move(sockets), options_.stripeBytes, faults_, this);
     }
   }
 
@@ -224,9 +226,8 @@ class SocketTransportImpl final : public SocketTransport {
 
 }  // namespace
 
-std::unique_ptr<SocketTransport> createSocketTransport(Bootstrap& bootstrap,
-                                                       const std::vector<int>& peers,
-                                                       const SocketOptions& options) {
+std::unique_ptr<Transport> createSocketTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
+                                                 const SocketOptions& options) {
   return std::make_unique<SocketTransportImpl>(bootstrap, peers, options);
 }
 

@@ -19,22 +19,14 @@ struct SocketOptions {
   int timeoutMs = 600000;          // connecting and accepting during setup
 };
 
-class SocketTransport {
- public:
-  virtual ~SocketTransport() = default;
-  virtual Connection* connection(int peer) = 0;
-  // After a failed call (the communicator is unusable): tells every peer why where a message
-  // boundary allows (a Failure frame: the peer fails with the same code and reason) and shuts
-  // every connection down, so that the peers' calls fail at once instead of waiting for their
-  // timeout. This is how a failure reaches ranks on other hosts, which cannot check this
-  // host's processes.
-  virtual void failAll(int code, const std::string& reason) = 0;
-};
+// The transport (transport.h) of one rank for one communicator: one SocketConnection per peer.
+// Its failAll() tells every peer why where a message boundary allows (a Failure frame: the
+// peer fails with the same code and reason) and shuts every connection down, so that the
+// peers' calls fail at once instead of waiting for their timeout.
 
 // Collective over `bootstrap`: every rank calls it with its list of socket peers (symmetric;
 // lists may be empty).
-std::unique_ptr<SocketTransport> createSocketTransport(Bootstrap& bootstrap,
-                                                       const std::vector<int>& peers,
-                                                       const SocketOptions& options);
+std::unique_ptr<Transport> createSocketTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
+                                                 const SocketOptions& options);
 
 }  // namespace loom::transport

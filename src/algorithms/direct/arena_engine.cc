@@ -1,5 +1,4 @@
-#include "base/datatype.h"
-#include "algorithms/direct/direct_engine.h"
+#include "algorithms/direct/arena_engine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +6,7 @@
 #include "algorithms/direct/direct_wait.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/stream_copy.h"
+#include "base/datatype.h"
 #include "base/error.h"
 #include "transport/shm/cross_memory.h"
 
@@ -20,41 +20,7 @@ constexpr int kChunkBits = 24;
 
 uint64_t progressValue(uint64_t sequence, uint64_t chunks) { return (sequence << kChunkBits) | chunks; }
 
-bool hasOp(Collective collective) {
-  return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
-         collective == Collective::Reduce;
-}
-
-bool hasRoot(Collective collective) {
-  return collective == Collective::Broadcast || collective == Collective::Reduce;
-}
-
-transport::CallDescriptor descriptorOf(const DirectCall& call) {
-  return callDescriptor(call.collective, call.type, call.op, call.root, call.count);
-}
-
 }  // namespace
-
-// What must agree across ranks. The in-place flag may differ (it is each rank's own business).
-transport::CallDescriptor callDescriptor(Collective collective, loomDataType_t type, loomRedOp_t op, int root,
-                                         size_t count) {
-  transport::CallDescriptor descriptor{};
-  descriptor.collective = static_cast<uint8_t>(collective);
-  descriptor.type = static_cast<uint8_t>(type);
-  descriptor.op = hasOp(collective) ? static_cast<uint8_t>(op) : 0;
-  descriptor.root = hasRoot(collective) ? root : 0;
-  descriptor.count = count;
-  return descriptor;
-}
-
-std::string describeCallDescriptor(const transport::CallDescriptor& d) {
-  const auto collective = static_cast<Collective>(d.collective);
-  std::string text = std::string(collectiveName(collective)) + "(count " + std::to_string(d.count) + ", " +
-                     typeName(static_cast<loomDataType_t>(d.type));
-  if (hasOp(collective)) text += std::string(", ") + opName(static_cast<loomRedOp_t>(d.op));
-  if (hasRoot(collective)) text += ", root " + std::to_string(d.root);
-  return text + ")";
-}
 
 std::pair<size_t, size_t> segmentOf(size_t count, size_t elementBytes, int parts, int index) {
   // Whole 64-byte groups are dealt out evenly; the last segment takes the remainder.
@@ -70,9 +36,9 @@ std::pair<size_t, size_t> segmentOf(size_t count, size_t elementBytes, int parts
   return {begin, end};
 }
 
-DirectEngine::DirectEngine(transport::ShmArena& arena, std::vector<pid_t> pids, int rank,
-                           DirectSettings settings, int timeoutMs, const std::atomic<bool>* abortFlag)
-    : arena_(arena),
+ArenaEngine::ArenaEngine(std::unique_ptr<transport::ShmArena> arena, std::vector<pid_t> pids, int rank,
+                         DirectSettings settings, int timeoutMs, const std::atomic<bool>* abortFlag)
+    : arena_(std::move(arena)),
       pids_(std::move(pids)),
       rank_(rank),
       nranks_(static_cast<int>(pids_.size())),
@@ -80,6 +46,7 @@ DirectEngine::DirectEngine(transport::ShmArena& arena, std::vector<pid_t> pids, 
       timeoutMs_(timeoutMs),
       abortFlag_(abortFlag),
       knownPosted_(pids_.size(), 0) {
+  for (int r = 0; r < nranks_; ++r) bells_.emplace_back(&arena_->doorbell(r));
   if (settings_.crossMemory) {
     // Persistent and pre-faulted: page faults cost ~11 us each on this class of VM.
     settings_.chunkBytes = (settings_.chunkBytes + 4095) / 4096 * 4096;
@@ -89,20 +56,15 @@ DirectEngine::DirectEngine(transport::ShmArena& arena, std::vector<pid_t> pids, 
   }
 }
 
-DirectEngine::~DirectEngine() { std::free(staging_); }
+ArenaEngine::~ArenaEngine() { std::free(staging_); }
 
-size_t DirectEngine::elementBytes(const DirectCall& call) const { return typeSize(call.type); }
+size_t ArenaEngine::elementBytes(const CallSpec& call) const { return typeSize(call.type); }
 
-size_t DirectEngine::inputBytes(const DirectCall& call) const {
-  const size_t bytes = call.count * elementBytes(call);
-  return call.collective == Collective::ReduceScatter ? bytes * static_cast<size_t>(nranks_) : bytes;
-}
-
-bool DirectEngine::handles(const DirectCall& call) const {
+bool ArenaEngine::handles(const CallSpec& call) const {
   return eager(call) || settings_.crossMemory;
 }
 
-void DirectEngine::run(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::run(const CallSpec& call, const Describe& describe) {
   switch (call.collective) {
     case Collective::AllReduce:
       if (eager(call)) {
@@ -119,16 +81,16 @@ void DirectEngine::run(const DirectCall& call, const Describe& describe) {
   throwInternal("direct collectives: unknown collective");
 }
 
-void DirectEngine::postOnly(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::postOnly(const CallSpec& call, const Describe& describe) {
   publish(call, nullptr, 0, describe);
   awaitPosts(call, describe);
 }
 
-void DirectEngine::awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64_t target,
+void ArenaEngine::awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64_t target,
                              const char* what, const Describe& describe) const {
   if (flag.load(std::memory_order_acquire) >= target) return;
   WaitPolicy policy;
-  policy.ownDoorbell = &arena_.doorbell(rank_);
+  policy.ownDoorbell = &bells_[rank_];
   policy.timeoutMs = timeoutMs_;
   policy.abortFlag = abortFlag_;
   policy.spins = settings_.oversubscribed ? 0 : 2048;
@@ -137,57 +99,57 @@ void DirectEngine::awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64
   waitForFlag(flag, target, peer, pids_[peer], what, policy);
 }
 
-void DirectEngine::wakePeers() {
+void ArenaEngine::wakePeers() {
   for (int peer = 0; peer < nranks_; ++peer) {
-    if (peer != rank_) wakeIfSleeping(arena_.doorbell(peer));
+    if (peer != rank_) bells_[peer].ringIfSleeping();
   }
 }
 
-void DirectEngine::publish(const DirectCall& call, const void* payload, size_t bytes,
+void ArenaEngine::publish(const CallSpec& call, const void* payload, size_t bytes,
                            const Describe& describe) {
   const uint64_t sequence = call.sequence;
   // The slot of this parity was last read in call sequence - 2; every peer is done with that
   // call once it has posted sequence - 1.
   for (int peer = 0; peer < nranks_; ++peer) {
     if (peer == rank_ || knownPosted_[peer] + 1 >= sequence) continue;
-    awaitFlag(peer, arena_.post(peer, sequence - 1).sequence, sequence - 1, "post of the previous call",
+    awaitFlag(peer, arena_->post(peer, sequence - 1).sequence, sequence - 1, "post of the previous call",
               describe);
     knownPosted_[peer] = sequence - 1;
   }
-  transport::PostHeader& slot = arena_.post(rank_, sequence);
-  slot.call = descriptorOf(call);
-  if (bytes > 0) std::memcpy(arena_.payload(rank_, sequence), payload, bytes);
+  transport::PostHeader& slot = arena_->post(rank_, sequence);
+  slot.call = call.descriptor();
+  if (bytes > 0) std::memcpy(arena_->payload(rank_, sequence), payload, bytes);
   slot.sequence.store(sequence, std::memory_order_release);
   wakePeers();
 }
 
-void DirectEngine::awaitPosts(const DirectCall& call, const Describe& describe) {
+void ArenaEngine::awaitPosts(const CallSpec& call, const Describe& describe) {
   const uint64_t sequence = call.sequence;
-  const transport::CallDescriptor mine = descriptorOf(call);
+  const transport::CallDescriptor mine = call.descriptor();
   for (int offset = 1; offset < nranks_; ++offset) {
     const int peer = (rank_ + offset) % nranks_;
-    const transport::PostHeader& slot = arena_.post(peer, sequence);
+    const transport::PostHeader& slot = arena_->post(peer, sequence);
     awaitFlag(peer, slot.sequence, sequence, "post", describe);
     knownPosted_[peer] = sequence;
     if (settings_.checkCalls && !(slot.call == mine)) {
       throw Error(loomInvalidUsage, describe() + ": ranks disagree on this call: rank " + std::to_string(rank_) +
-                                        " called " + describeCallDescriptor(mine) + " but rank " +
-                                        std::to_string(peer) + " called " + describeCallDescriptor(slot.call));
+                                        " called " + describeDescriptor(mine) + " but rank " +
+                                        std::to_string(peer) + " called " + describeDescriptor(slot.call));
     }
   }
 }
 
-const char* DirectEngine::peerPayload(int peer, uint64_t sequence) const {
-  return arena_.payload(peer, sequence);
+const char* ArenaEngine::peerPayload(int peer, uint64_t sequence) const {
+  return arena_->payload(peer, sequence);
 }
 
-DirectEngine::Addresses DirectEngine::peerAddresses(int peer, uint64_t sequence) const {
+ArenaEngine::Addresses ArenaEngine::peerAddresses(int peer, uint64_t sequence) const {
   Addresses addresses;
-  std::memcpy(&addresses, arena_.payload(peer, sequence), sizeof(addresses));
+  std::memcpy(&addresses, arena_->payload(peer, sequence), sizeof(addresses));
   return addresses;
 }
 
-void DirectEngine::readPeer(int peer, uint64_t remote, void* local, size_t bytes,
+void ArenaEngine::readPeer(int peer, uint64_t remote, void* local, size_t bytes,
                             const Describe& describe) const {
   const transport::CrossMemoryResult result = transport::crossMemoryRead(pids_[peer], remote, local, bytes);
   if (result.status == transport::CrossMemoryStatus::Ok) return;
@@ -201,25 +163,25 @@ void DirectEngine::readPeer(int peer, uint64_t remote, void* local, size_t bytes
   }
 }
 
-void DirectEngine::publishProgress(uint64_t sequence, uint64_t chunksDone) {
-  arena_.progress(rank_).value.store(progressValue(sequence, chunksDone), std::memory_order_release);
+void ArenaEngine::publishProgress(uint64_t sequence, uint64_t chunksDone) {
+  arena_->progress(rank_).value.store(progressValue(sequence, chunksDone), std::memory_order_release);
   wakePeers();
 }
 
-void DirectEngine::awaitProgress(int peer, uint64_t sequence, uint64_t chunks, const Describe& describe) {
-  awaitFlag(peer, arena_.progress(peer).value, progressValue(sequence, chunks), "reduced segment", describe);
+void ArenaEngine::awaitProgress(int peer, uint64_t sequence, uint64_t chunks, const Describe& describe) {
+  awaitFlag(peer, arena_->progress(peer).value, progressValue(sequence, chunks), "reduced segment", describe);
 }
 
-void DirectEngine::finishAndAwaitPeers(uint64_t sequence, const Describe& describe) {
-  arena_.done(rank_).value.store(sequence, std::memory_order_release);
+void ArenaEngine::finishAndAwaitPeers(uint64_t sequence, const Describe& describe) {
+  arena_->done(rank_).value.store(sequence, std::memory_order_release);
   wakePeers();
   for (int offset = 1; offset < nranks_; ++offset) {
     const int peer = (rank_ + offset) % nranks_;
-    awaitFlag(peer, arena_.done(peer).value, sequence, "end of the call", describe);
+    awaitFlag(peer, arena_->done(peer).value, sequence, "end of the call", describe);
   }
 }
 
-void DirectEngine::reduceFromPeers(const DirectCall& call, uint64_t offset, size_t bytes, const void* mine,
+void ArenaEngine::reduceFromPeers(const CallSpec& call, uint64_t offset, size_t bytes, const void* mine,
                                    void* dst, const std::vector<Addresses>& peers, bool stream,
                                    const Describe& describe) {
   const size_t elements = bytes / elementBytes(call);
@@ -236,7 +198,7 @@ void DirectEngine::reduceFromPeers(const DirectCall& call, uint64_t offset, size
   if (stream) kernels::streamCopy(dst, accumulator, bytes);
 }
 
-void DirectEngine::copyFromPeer(int peer, uint64_t remote, void* dst, size_t bytes, bool stream,
+void ArenaEngine::copyFromPeer(int peer, uint64_t remote, void* dst, size_t bytes, bool stream,
                                 const Describe& describe) {
   if (!stream) {
     readPeer(peer, remote, dst, bytes, describe);

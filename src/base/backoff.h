@@ -1,0 +1,60 @@
+// Waiting for another rank without taking the core it may need. A peer on another core is
+// usually a few hundred nanoseconds behind, so a wait first spins; ranks may outnumber cores
+// (8 ranks on 2 cores is normal here), so it then yields the core; and at last it sleeps, on a
+// futex or in poll(), for intervals that double while nothing happens, up to a cap that keeps
+// deadline and abort checks regular. Every waiting loop of Loom (the executor, the direct
+// engine's flags) walks these three phases; only the lengths differ.
+#pragma once
+
+#include <algorithm>
+
+namespace loom {
+
+// One iteration of a spin-wait: tells the CPU (and a hyperthread sibling) that we are waiting.
+inline void cpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+struct BackoffPolicy {
+  int spinRounds = 64;       // rounds that spin (0: never spin, e.g. when ranks outnumber cores)
+  int yieldRounds = 128;     // then rounds that yield the core
+  int firstSleepUs = 50;     // then sleeps, starting here,
+  int roundsPerDoubling = 8;  // doubling every this many rounds,
+  int maxDoublings = 8;       // at most this many times,
+  int maxSleepUs = 10000;     // and never longer than this
+};
+
+class Backoff {
+ public:
+  enum class Phase { Spin, Yield, Sleep };
+
+  explicit Backoff(const BackoffPolicy& policy) : policy_(policy) {}
+
+  // Called after a round that found nothing to do: what this round of waiting should be.
+  Phase next() {
+    ++rounds_;
+    if (rounds_ <= policy_.spinRounds) return Phase::Spin;
+    if (rounds_ <= policy_.spinRounds + policy_.yieldRounds) return Phase::Yield;
+    return Phase::Sleep;
+  }
+  // The round just returned was the first to yield (the wait has become a real one).
+  bool justStoppedSpinning() const { return rounds_ == policy_.spinRounds + 1; }
+  // How long a Sleep round sleeps.
+  int sleepUs() const {
+    const int slept = rounds_ - policy_.spinRounds - policy_.yieldRounds - 1;
+    const int doublings = std::min(policy_.maxDoublings, std::max(0, slept) / policy_.roundsPerDoubling);
+    return std::min(policy_.maxSleepUs, policy_.firstSleepUs << doublings);
+  }
+  // Something moved: the next wait starts spinning again.
+  void reset() { rounds_ = 0; }
+
+ private:
+  BackoffPolicy policy_;
+  int rounds_ = 0;
+};
+
+}  // namespace loom

@@ -1,0 +1,46 @@
+// The socket implementation of Bootstrap (base/bootstrap.h): the unique id, the root's
+// rendezvous server and the TCP ring among the ranks.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "base/bootstrap.h"
+#include "loom.h"
+
+namespace loom {
+
+// What the 128-byte loomUniqueId carries (encoded with a magic and version, checked on decode).
+struct UniqueIdContents {
+  sockaddr_storage rootAddress{};  // the rendezvous listener (IPv4 or IPv6)
+  Secret secret{};                 // every connection must prove it knows this
+  uint64_t commUid = 0;            // random; names this communicator's shm segments
+};
+
+loomUniqueId encodeUniqueId(const UniqueIdContents& contents);
+// Throws loom::Error(loomInvalidArgument) with a clear message on a malformed id.
+UniqueIdContents decodeUniqueId(const loomUniqueId& id);
+
+struct BootstrapOptions {
+  int timeoutMs = 600000;
+  const std::atomic<bool>* abortFlag = nullptr;  // checked while waiting; set by loomCommAbort
+  std::string commName;                          // for messages
+};
+
+// Rendezvous at the root, authenticate, learn every rank's address, connect the ring.
+std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int rank, int nranks,
+                                                 const BootstrapOptions& options);
+
+// The root's rendezvous server, run on a background thread of the process that created it.
+// It authenticates each rank, collects nranks hellos, answers each with the address table and
+// ends. Strangers (bad secret, garbage, stalls) are dropped and logged; they never block it.
+// `pinned`: listen on this address (LOOM_COMM_ID) rather than an ephemeral port.
+// Returns the unique id that ranks pass to loomCommInitRank.
+loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret);
+
+Secret randomSecret();
+
+}  // namespace loom

@@ -1,0 +1,37 @@
+// Calls on their way to a communicator. A stream queue and a group at its end hold these:
+// descriptors (algorithms/call_spec.h) with the turn each took when it was issued, never
+// closures, so what runs is what the API checked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "algorithms/call_spec.h"
+
+namespace loom {
+
+class Communicator;
+
+// One communicator's calls, in issue order, each with its ticket (core/call_order.h). The
+// batch keeps the communicator alive until it has run.
+struct CallBatch {
+  std::shared_ptr<Communicator> comm;
+  std::vector<std::pair<algo::CallSpec, uint64_t>> calls;
+};
+
+// Runs the batch's calls in order on the calling thread. Every ticket is run: after a failure
+// the rest fail at once (the error is sticky) instead of leaving later calls waiting for their
+// turn. Rethrows the first failure.
+void runBatch(const CallBatch& batch);
+// Runs several communicators' batches at once, each on its own thread (the first on the
+// calling thread): host collectives complete on the thread that runs them, so one thread
+// driving several communicators (after loomCommInitAll) would wait on itself.
+void runBatches(const std::vector<CallBatch>& batches);
+
+// Runs each task on its own thread (the first on the calling thread) and joins them all,
+// even when starting a thread fails; rethrows the first task's exception.
+void runConcurrently(const std::vector<std::function<void()>>& tasks);
+
+}  // namespace loom

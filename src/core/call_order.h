@@ -1,0 +1,52 @@
+// The order of a communicator's calls. Calls execute in the order they were issued, whichever
+// thread runs them (the caller, a stream thread, a group thread): issuing takes a ticket, and
+// a call runs when its ticket's turn has come. The turn holder numbers the calls it runs (the
+// sequence number every rank gives the same call, which the cross-rank mismatch check
+// compares), and work queued on streams is counted so loomCommFinalize can wait for it.
+//
+// The turn: ticket t runs once `served_` == t. The holder of a ticket whose turn has come
+// checks that with one atomic load (the common, uncontended case); only threads that must wait
+// take the mutex, and the finishing call notifies only when someone waits.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace loom {
+
+class CallOrder {
+ public:
+  // Every ticket must be run (or its turn ended) exactly once.
+  uint64_t takeTicket() { return nextTicket_.fetch_add(1); }
+  // Returns once `ticket`'s turn has come or `stop` is set; false if neither happened within
+  // timeoutMs.
+  bool waitForTurn(uint64_t ticket, int timeoutMs, const std::atomic<bool>& stop);
+  void endTurn(uint64_t ticket);
+  // Wakes waiting calls so they see a stop flag set just before: a call waiting behind one that
+  // cannot end (queued on a stream that is stuck elsewhere) would otherwise sleep to its timeout.
+  void wakeWaiters();
+  // The turn holder's next call number: 1, 2, ...
+  uint64_t nextSequence() { return ++sequence_; }
+
+  // Work queued on streams but not finished yet; loomCommFinalize waits for it.
+  void asyncWorkAdded() { pendingAsync_.fetch_add(1); }
+  void asyncWorkDone();
+  // False if some work was still pending after timeoutMs; `pending` says how much.
+  bool waitForAsyncWork(int timeoutMs, int* pending);
+
+ private:
+  std::mutex turnMutex_;
+  std::condition_variable turnChanged_;
+  std::atomic<uint64_t> nextTicket_{0};
+  std::atomic<uint64_t> served_{0};  // tickets whose call has finished (or failed)
+  std::atomic<int> turnWaiters_{0};
+  uint64_t sequence_ = 0;  // touched only by the turn holder
+
+  std::atomic<int> pendingAsync_{0};
+  std::mutex asyncMutex_;
+  std::condition_variable asyncDrained_;
+};
+
+}  // namespace loom

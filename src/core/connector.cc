@@ -1,0 +1,206 @@
+#include "core/connector.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "algorithms/peer_liveness.h"
+#include "base/error.h"
+#include "base/host_identity.h"
+#include "base/log.h"
+#include "core/ring_plan.h"
+#include "topology/rank_order.h"
+#include "transport/registry/registry.h"
+
+namespace loom {
+
+// What every rank tells the others at init. Plain data, sent as bytes in one allGather.
+struct Connector::PeerInfo {
+  uint64_t hostHash;
+  int32_t pid;
+  int32_t requiredTransport;   // registry index LOOM_TRANSPORT forces, or -1
+  uint64_t allowedTransports;  // bit i: registry entry i (LOOM_TRANSPORT, LOOM_SHM_DISABLE)
+  uint64_t registryDigest;     // every rank must have the same transports in the same order
+  uint8_t directAllowed;       // not LOOM_ALGO=ring
+  uint8_t crossMemoryAllowed;  // LOOM_CMA=1
+  uint8_t reserved[6];
+  uint64_t pieceBytes;  // schedules must agree: every rank cuts messages the same way
+  uint64_t directEagerBytes;  // so must the direct collectives
+  uint64_t directChunkBytes;
+  uint64_t crossMemoryProbe;  // address of a word peers try to read with process_vm_readv
+  uint64_t topologyDigest;    // rings from LOOM_TOPO_FILE / LOOM_GRAPH_FILE; 0 without
+  int32_t package;            // CPU socket and NUMA node this rank runs on (-1 unknown)
+  int32_t numaNode;
+};
+
+namespace {
+
+// LOOM_TRANSPORT / loomConfig_t.netName as a registry name ("" = let the registry choose).
+std::string forcedTransport(TransportChoice choice) {
+  switch (choice) {
+    case TransportChoice::Auto: return "";
+    case TransportChoice::Shm: return "shm";
+    case TransportChoice::Socket: return "socket";
+  }
+  return "";
+}
+
+}  // namespace
+
+struct Connector::Facts {
+  transport::TransportRegistry registry;
+  std::vector<transport::Endpoint> endpoints;   // by rank
+  std::vector<transport::TransportPolicy> policies;
+};
+
+Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::string& commName,
+                     const std::atomic<bool>* callStop)
+    : rank_(bootstrap.rank()), connections_(bootstrap.size(), nullptr) {
+  const int nranks = bootstrap.size();
+  const transport::TransportRegistry registry = transport::registeredTransports();
+  const transport::TransportPolicy policy = registry.policy(forcedTransport(settings.transport), settings.shmDisabled);
+  std::vector<PeerInfo> peers(nranks);
+  PeerInfo& mine = peers[rank_];
+  std::memset(&mine, 0, sizeof(mine));
+  mine.hostHash = hostHash();
+  mine.pid = getpid();
+  mine.requiredTransport = policy.required;
+  mine.allowedTransports = policy.allowed;
+  mine.registryDigest = registry.digest();
+  mine.pieceBytes = settings.pieceBytes;
+  mine.directAllowed = !settings.directDisabled;
+  mine.crossMemoryAllowed = settings.crossMemoryEnabled;
+  mine.directEagerBytes = settings.directEagerBytes;
+  mine.directChunkBytes = settings.directChunkBytes;
+  mine.crossMemoryProbe = algo::directProbeAddress();
+  const std::unique_ptr<topology::TopologyResult> topology = loadTopology(rank_, commName);
+  mine.topologyDigest = topologyDigest(topology.get());
+  const topology::RankPlace place = topology::placeThisProcess(mine.hostHash);
+  mine.package = place.package;
+  mine.numaNode = place.numaNode;
+  bootstrap.allGather(peers.data(), sizeof(PeerInfo));
+
+  auto requireSame = [&](const char* variable, uint64_t PeerInfo::*field) {
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peers[peer].*field != mine.*field) {
+        throwUsage("rank " + std::to_string(rank_) + ": " + variable + " is " + std::to_string(mine.*field) +
+                   " here but " + std::to_string(peers[peer].*field) + " on rank " + std::to_string(peer) +
+                   "; set the same value on every rank");
+      }
+    }
+  };
+  requireSame("LOOM_PIECE_BYTES", &PeerInfo::pieceBytes);
+  requireSame("LOOM_DIRECT_EAGER_BYTES", &PeerInfo::directEagerBytes);
+  requireSame("LOOM_DIRECT_CHUNK_BYTES", &PeerInfo::directChunkBytes);
+  requireSame("the ring from LOOM_TOPO_FILE/LOOM_GRAPH_FILE (digest)", &PeerInfo::topologyDigest);
+  requireSame("the list of registered transports (digest)", &PeerInfo::registryDigest);
+
+  std::vector<topology::RankPlace> places(nranks);
+  std::vector<pid_t> pids(nranks);
+  std::vector<bool> sameHost(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    places[r] = topology::RankPlace{peers[r].hostHash, peers[r].package, peers[r].numaNode};
+    pids[r] = peers[r].pid;
+    sameHost[r] = peers[r].hostHash == mine.hostHash;
+  }
+  ringOrder_ = planRing(places, topology.get(), commName);
+  peerPids_ = algo::checkablePeerPids(pids, sameHost, rank_);
+  Facts facts{registry, {}, {}};
+  for (int r = 0; r < nranks; ++r) {
+    facts.endpoints.push_back(transport::Endpoint{r, peers[r].hostHash, peers[r].pid});
+    facts.policies.push_back(transport::TransportPolicy{peers[r].allowedTransports, peers[r].requiredTransport});
+  }
+  connect(bootstrap, facts, settings, commName);
+  setUpDirect(bootstrap, facts, peers, settings, commName, callStop);
+}
+
+// Callers share ownership of the communicator, so nothing runs on the links any more.
+Connector::~Connector() = default;
+
+void Connector::connect(Bootstrap& bootstrap, const Facts& facts, CommSettings& settings,
+                        const std::string& commName) {
+  const int nranks = bootstrap.size();
+  const transport::TransportRegistry& registry = facts.registry;
+  const std::vector<transport::Endpoint>& endpoints = facts.endpoints;
+  const std::vector<transport::TransportPolicy>& policies = facts.policies;
+  // Ring and chain algorithms talk to the two ring neighbours; connect each once.
+  std::set<int> neighbours;
+  const int position = static_cast<int>(std::find(ringOrder_.begin(), ringOrder_.end(), rank_) - ringOrder_.begin());
+  if (nranks > 1) {
+    neighbours.insert(ringOrder_[(position + 1) % nranks]);
+    neighbours.insert(ringOrder_[(position - 1 + nranks) % nranks]);
+  }
+  // Every ring link's transport, as every rank sees it: which transports exist at all, and the
+  // piece size (the largest any link prefers), are decided alike on every rank.
+  std::vector<bool> used(registry.entries().size(), false);
+  size_t pieceBytes = size_t{128} << 10;
+  for (int p = 0; p < nranks && nranks > 1; ++p) {
+    const int a = ringOrder_[p], b = ringOrder_[(p + 1) % nranks];
+    const int chosen = registry.firstJoining(endpoints[a], policies[a], endpoints[b], policies[b]);
+    if (chosen < 0) continue;  // the two ranks of that link report it
+    used[chosen] = true;
+    pieceBytes = std::max(pieceBytes, registry.entry(chosen).pieceBytes);
+  }
+  if (settings.pieceBytes == 0) settings.pieceBytes = pieceBytes;
+
+  std::vector<std::vector<int>> peersOf(registry.entries().size());
+  for (int peer : neighbours) {
+    const size_t chosen = registry.choose(endpoints[rank_], policies[rank_], endpoints[peer], policies[peer], rank_);
+    peersOf[chosen].push_back(peer);
+  }
+  transport::TransportOptions options;
+  options.timeoutMs = settings.timeoutMs;
+  options.commUid = bootstrap.commUid();
+  options.shmSlotBytes = settings.shmSlotBytes;
+  options.shmSlots = settings.shmSlots;
+  options.socketsPerPeer = settings.socketsPerPeer;
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (!used[i]) continue;
+    const transport::TransportEntry& entry = registry.entry(i);
+    std::unique_ptr<transport::Transport> created;
+    agreeOnOutcome(bootstrap, (entry.name + " transport").c_str(),
+                   [&] { created = entry.create(bootstrap, peersOf[i], options); });
+    for (int peer : peersOf[i]) connections_[peer] = created->connection(peer);
+    transports_.push_back(std::move(created));
+  }
+  for (int peer : neighbours) {
+    LOOM_INFO(INIT, "comm %s: rank %d <-> rank %d over %s", commName.c_str(), rank_, peer, connections_[peer]->kind());
+  }
+}
+
+// Direct collectives need every rank on this host, their transport allowed everywhere, and
+// LOOM_ALGO not forcing schedules. Every rank sees the same PeerInfo, so all decide alike.
+void Connector::setUpDirect(Bootstrap& bootstrap, const Facts& facts, const std::vector<PeerInfo>& peers,
+                            const CommSettings& settings, const std::string& commName,
+                            const std::atomic<bool>* callStop) {
+  const int nranks = bootstrap.size();
+  if (nranks < 2) return;
+  algo::DirectSetup setup;
+  bool allowed = true;
+  setup.crossMemoryWanted = true;
+  for (int r = 0; r < nranks; ++r) {
+    allowed = allowed && peers[r].directAllowed;
+    setup.crossMemoryWanted = setup.crossMemoryWanted && peers[r].crossMemoryAllowed;
+    setup.pids.push_back(peers[r].pid);
+    setup.probes.push_back(peers[r].crossMemoryProbe);
+  }
+  if (!allowed || !facts.registry.joinsEveryPair(algo::kDirectTransport, facts.endpoints, facts.policies)) return;
+  setup.rank = rank_;
+  setup.settings.eagerBytes = settings.directEagerBytes;
+  setup.settings.chunkBytes = settings.directChunkBytes;
+  setup.settings.streamBytes = settings.streamCopyBytes;
+  setup.settings.checkCalls = settings.checkLevel >= 1;
+  setup.commUid = bootstrap.commUid();
+  setup.timeoutMs = settings.timeoutMs;
+  setup.abortFlag = callStop;
+  setup.commName = commName;
+  direct_ = algo::createDirectEngine(bootstrap, std::move(setup));
+}
+
+void Connector::failAll(int code, const std::string& reason) {
+  for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->failAll(code, reason);
+}
+
+}  // namespace loom

@@ -1,0 +1,62 @@
+// A communicator's links to its peers, made once at init and kept for its life:
+//   1. every rank publishes what it is and how it is configured (PeerInfo) in one allGather,
+//      and the settings every rank must share are compared;
+//   2. the ring order follows the topology (ring_plan.h);
+//   3. the transport registry picks one transport per ring neighbour, each transport some
+//      pair uses is created (collectively), and its connections are kept by peer rank;
+//   4. where one transport joins every pair of ranks on one host, the direct engine is set up.
+// Everything is decided from data every rank sees, so all ranks decide alike. The connector
+// names no transport: the registry does (transport/registry/registry.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/direct/direct_engine.h"
+#include "base/bootstrap.h"
+#include "core/settings.h"
+#include "transport/transport.h"
+
+namespace loom {
+
+class Connector {
+ public:
+  // Collective over `bootstrap`. Resolves settings.pieceBytes when it is 0 (automatic).
+  // `callStop` is the communicator's abort flag, which the direct engine's waits poll.
+  Connector(Bootstrap& bootstrap, CommSettings& settings, const std::string& commName,
+            const std::atomic<bool>* callStop);
+  ~Connector();
+  Connector(const Connector&) = delete;
+  Connector& operator=(const Connector&) = delete;
+
+  // By peer rank; null where this rank has no connection (only ring neighbours have one).
+  const std::vector<transport::Connection*>& connections() const { return connections_; }
+  // By rank: the same-host peers to check for death while waiting (0: unchecked).
+  const std::vector<pid_t>& peerPids() const { return peerPids_; }
+  // Ring position -> rank; ring and chain schedules follow it.
+  const std::vector<int>& ringOrder() const { return ringOrder_; }
+  // Null unless every rank shares this host and the direct engine applies.
+  algo::DirectEngine* direct() const { return direct_.get(); }
+  // After a failed call: every transport tells its peers why, so they fail at once.
+  void failAll(int code, const std::string& reason);
+
+ private:
+  struct PeerInfo;
+  struct Facts;  // what the choice of transports works from, for every rank
+  void connect(Bootstrap& bootstrap, const Facts& facts, CommSettings& settings, const std::string& commName);
+  void setUpDirect(Bootstrap& bootstrap, const Facts& facts, const std::vector<PeerInfo>& peers,
+                   const CommSettings& settings, const std::string& commName, const std::atomic<bool>* callStop);
+
+  int rank_;
+  std::vector<std::unique_ptr<transport::Transport>> transports_;
+  std::vector<transport::Connection*> connections_;
+  std::vector<pid_t> peerPids_;
+  std::vector<int> ringOrder_;
+  std::unique_ptr<algo::DirectEngine> direct_;
+};
+
+}  // namespace loom
