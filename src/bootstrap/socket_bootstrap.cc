@@ -7,6 +7,7 @@
 
 #include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
+#include "base/net/peer_hello.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"
 #include "base/error.h"
@@ -17,8 +18,7 @@ namespace loom {
 namespace {
 
 constexpr uint32_t kRingHelloMagic = 0x47524d4cu;  // "LMRG"
-constexpr uint16_t kRingVersion = 1;
-constexpr size_t kRingHelloBytes = 16;  // magic u32 | version u16 | 0 u16 | from u32 | to u32
+constexpr uint16_t kRingVersion = 2;  // 2: the common peer hello (base/net/peer_hello.h)
 constexpr uint32_t kGatherMagic = 0x47414d4cu;  // "LMAG"
 constexpr size_t kGatherHeaderBytes = 16;       // magic u32 | call number u32 | bytes u64
 
@@ -91,18 +91,21 @@ class SocketBootstrap final : public Bootstrap {
     net::tuneDataSocket(sock.fd());
     auth::authenticateClient(sock.fd(), secret_, auth::Purpose::BootstrapRing, deadline,
                              options_.abortFlag, what);
-    uint8_t hello[kRingHelloBytes] = {};
-    net::putU32(hello, kRingHelloMagic);
-    net::putU16(hello + 4, kRingVersion);
-    net::putU32(hello + 8, static_cast<uint32_t>(rank_));
-    net::putU32(hello + 12, static_cast<uint32_t>(nextRank()));
+    net::PeerHello mine;
+    mine.magic = kRingHelloMagic;
+    mine.version = kRingVersion;
+    mine.from = rank_;
+    mine.to = nextRank();
+    mine.commUid = commUid_;
+    uint8_t hello[net::kPeerHelloBytes];
+    net::encodePeerHello(mine, hello);
     net::writeFully(sock.fd(), hello, sizeof(hello), deadline, options_.abortFlag, what);
     next_ = std::move(sock);
   }
 
   void acceptPrev(const net::Socket& listener, net::Deadline deadline) {
     auth::AuthenticatingAcceptor acceptor(listener.fd(), secret_, auth::Purpose::BootstrapRing,
-                                          kRingHelloBytes, who_ + " bootstrap listener");
+                                          net::kPeerHelloBytes, who_ + " bootstrap listener");
     for (;;) {
       auto peer = acceptor.next(deadline, options_.abortFlag);
       if (!peer) {
@@ -112,11 +115,10 @@ class SocketBootstrap final : public Bootstrap {
                         " ms",
                     ETIMEDOUT);
       }
-      const uint8_t* hello = peer->hello.data();
-      const int from = static_cast<int>(net::getU32(hello + 8));
-      const int to = static_cast<int>(net::getU32(hello + 12));
-      if (net::getU32(hello) != kRingHelloMagic || net::getU16(hello + 4) != kRingVersion ||
-          net::getU16(hello + 6) != 0 || from != prevRank() || to != rank_) {
+      const auto hello = net::decodePeerHello(peer->hello.data(), kRingHelloMagic, kRingVersion);
+      const int from = hello ? hello->from : -1;
+      const int to = hello ? hello->to : -1;
+      if (!hello || hello->index != 0 || hello->commUid != commUid_ || from != prevRank() || to != rank_) {
         LOOM_WARN(NET,
                   "%s: dropping bootstrap connection from %s: bad ring hello (from rank %d "
                   "to rank %d, expected %d to %d)",

@@ -35,6 +35,7 @@ want='#pragma once
 # The Loom sources the targets reach (compiled once, shared by every target).
 loom_sources=(
   src/base/log.cc src/base/hash.cc src/base/host_identity.cc src/base/net/auth.cc src/base/net/socket.cc
+  src/base/net/peer_hello.cc
   src/bootstrap/root_server.cc src/bootstrap/unique_id.cc
   src/transport/call_tag.cc src/transport/socket/socket_connection.cc
   src/transport/socket/socket_transport.cc src/transport/socket/socket_wire.cc

@@ -13,6 +13,7 @@
 #include "base/net/socket.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/net/peer_hello.h"
 
 namespace loom::transport {
 
@@ -20,45 +21,7 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x53544d4cu;  // "LMTS"
 constexpr uint16_t kHelloVersion = 2;  // 2: messages framed (socket_wire.h)
-// magic u32 | version u16 | socket index u16 | from u32 | to u32 | sockets per peer u32 |
-// 0 u32 | stripe bytes u64 | commUid u64
-constexpr size_t kHelloBytes = 40;
 constexpr int kMaxSocketsPerPeer = 64;
-
-struct SocketHello {
-  int socketIndex;
-  int from;
-  int to;
-  int socketsPerPeer;
-  uint64_t stripeBytes;
-  uint64_t commUid;
-};
-
-void encodeHello(const SocketHello& hello, uint8_t* out) {
-  std::fill(out, out + kHelloBytes, 0);
-  net::putU32(out, kHelloMagic);
-  net::putU16(out + 4, kHelloVersion);
-  net::putU16(out + 6, static_cast<uint16_t>(hello.socketIndex));
-  net::putU32(out + 8, static_cast<uint32_t>(hello.from));
-  net::putU32(out + 12, static_cast<uint32_t>(hello.to));
-  net::putU32(out + 16, static_cast<uint32_t>(hello.socketsPerPeer));
-  net::putU64(out + 24, hello.stripeBytes);
-  net::putU64(out + 32, hello.commUid);
-}
-
-// nullopt for records that are not a transport hello at all.
-std::optional<SocketHello> decodeHello(const uint8_t* in) {
-  if (net::getU32(in) != kHelloMagic || net::getU16(in + 4) != kHelloVersion ||
-      net::getU32(in + 20) != 0) {
-    return std::nullopt;
-  }
-  return SocketHello{net::getU16(in + 6),
-                     static_cast<int>(net::getU32(in + 8)),
-                     static_cast<int>(net::getU32(in + 12)),
-                     static_cast<int>(net::getU32(in + 16)),
-                     net::getU64(in + 24),
-                     net::getU64(in + 32)};
-}
 
 class SocketTransportImpl final : public Transport {
  public:
@@ -128,10 +91,18 @@ class SocketTransportImpl final : public Transport {
     }
   }
 
-  SocketHello myHello(int to, int socketIndex) const {
-    return SocketHello{
-        socketIndex,         rank_, to, options_.socketsPerPeer, options_.stripeBytes,
-        bootstrap_.commUid()};
+  // count: sockets per peer; size: stripe bytes (both sides must stripe alike).
+  net::PeerHello myHello(int to, int socketIndex) const {
+    net::PeerHello hello;
+    hello.magic = kHelloMagic;
+    hello.version = kHelloVersion;
+    hello.index = static_cast<uint16_t>(socketIndex);
+    hello.from = rank_;
+    hello.to = to;
+    hello.count = static_cast<uint32_t>(options_.socketsPerPeer);
+    hello.size = options_.stripeBytes;
+    hello.commUid = bootstrap_.commUid();
+    return hello;
   }
 
   std::unique_ptr<SocketConnection> connectTo(int peer, const sockaddr_storage& address,
@@ -145,8 +116,8 @@ class SocketTransportImpl final : public Transport {
       net::tuneDataSocket(sock.fd());
       auth::authenticateClient(sock.fd(), bootstrap_.secret(), auth::Purpose::SocketTransport,
                                deadline, nullptr, what);
-      uint8_t hello[kHelloBytes];
-      encodeHello(myHello(peer, index), hello);
+      uint8_t hello[net::kPeerHelloBytes];
+      net::encodePeerHello(myHello(peer, index), hello);
       net::writeFully(sock.fd(), hello, sizeof(hello), deadline, nullptr, what);
       lanes.push_back(std::move(sock));
     }
@@ -159,7 +130,7 @@ class SocketTransportImpl final : public Transport {
     for (int peer : lower) lanes[peer].resize(options_.socketsPerPeer);
     size_t missing = lower.size() * options_.socketsPerPeer;
     auth::AuthenticatingAcceptor acceptor(listener.fd(), bootstrap_.secret(),
-                                          auth::Purpose::SocketTransport, kHelloBytes,
+                                          auth::Purpose::SocketTransport, net::kPeerHelloBytes,
                                           who_ + " listener");
     while (missing > 0) {
       auto peer = acceptor.next(deadline, nullptr);
@@ -169,16 +140,15 @@ class SocketTransportImpl final : public Transport {
                         std::to_string(options_.timeoutMs) + " ms",
                     ETIMEDOUT);
       }
-      auto hello = decodeHello(peer->hello.data());
+      auto hello = net::decodePeerHello(peer->hello.data(), kHelloMagic, kHelloVersion);
       const char* problem = nullptr;
       if (!hello) {
         problem = "not a transport hello";
       } else if (hello->commUid != bootstrap_.commUid() || hello->to != rank_) {
         problem = "meant for another communicator or rank";
-      } else if (lanes.count(hello->from) == 0 || hello->socketIndex < 0 ||
-                 hello->socketIndex >= static_cast<int>(lanes[hello->from].size())) {
+      } else if (lanes.count(hello->from) == 0 || hello->index >= lanes[hello->from].size()) {
         problem = "from an unexpected rank or socket index";
-      } else if (lanes[hello->from][hello->socketIndex].valid()) {
+      } else if (lanes[hello->from][hello->index].valid()) {
         problem = "duplicate socket";
       }
       if (problem != nullptr) {
@@ -186,18 +156,17 @@ class SocketTransportImpl final : public Transport {
                   problem);
         continue;
       }
-      if (hello->socketsPerPeer != options_.socketsPerPeer ||
-          hello->stripeBytes != options_.stripeBytes) {
+      if (hello->count != static_cast<uint32_t>(options_.socketsPerPeer) || hello->size != options_.stripeBytes) {
         // An authenticated rank of this communicator configured differently: the striping
         // would not match, so fail instead of corrupting data.
         throwUsage(who_ + ": rank " + std::to_string(hello->from) + " uses " +
-                   std::to_string(hello->socketsPerPeer) + " sockets per peer and stripe " +
-                   std::to_string(hello->stripeBytes) + ", this rank " +
+                   std::to_string(hello->count) + " sockets per peer and stripe " +
+                   std::to_string(hello->size) + ", this rank " +
                    std::to_string(options_.socketsPerPeer) + " and " +
                    std::to_string(options_.stripeBytes) + " (LOOM_SOCKET_NSOCKS must match)");
       }
       net::tuneDataSocket(peer->socket.fd());
-      lanes[hello->from][hello->socketIndex] = std::move(peer->socket);
+      lanes[hello->from][hello->index] = std::move(peer->socket);
       --missing;
     }
     for (auto& [peer, sockets] : lanes) {
