@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The layering check's own test, and the build's enforcement of it:
+  1. check_layers.py passes on the tree as it is;
+  2. a planted back-edge (base including core) fails it, naming file, line and edge; so does an
+     include spelled with "../";
+  3. the same back-edge fails to compile against base's include view, while an include of
+     base's own header compiles (the view is what meson gives the base library).
+
+  test_check_layers.py --root DIR --views DIR --cxx COMPILER...
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = os.path.join(HERE, 'check_layers.py')
+COPIED = ('include', 'src', 'tools', 'perf', 'examples', 'tests')
+
+
+def run_check(root):
+    return subprocess.run([sys.executable, CHECK, '--root', root], capture_output=True, text=True)
+
+
+def plant(root, path, line):
+    """Adds `line` as the first include of `path`; returns the line number it landed on."""
+    full = os.path.join(root, path)
+    with open(full) as source:
+        lines = source.readlines()
+    at = next(i for i, text in enumerate(lines) if text.startswith('#include'))
+    lines.insert(at, line + '\n')
+    with open(full, 'w') as source:
+        source.writelines(lines)
+    return at + 1
+
+
+def compiles(cxx, views, root, text):
+    with tempfile.TemporaryDirectory() as scratch:
+        source = os.path.join(scratch, 'planted.cc')
+        with open(source, 'w') as out:
+            out.write(text)
+        result = subprocess.run(cxx + ['-std=c++20', '-fsyntax-only', '-I', os.path.join(views, 'base'),
+                                       '-I', os.path.join(root, 'include'), source],
+                                capture_output=True, text=True)
+        return result.returncode == 0, result.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--root', required=True)
+    parser.add_argument('--views', required=True)
+    parser.add_argument('--cxx', nargs='+', required=True)
+    args = parser.parse_args()
+    failures = []
+
+    clean = run_check(args.root)
+    if clean.returncode != 0:
+        failures.append('check_layers fails on the tree itself:\n' + clean.stdout)
+
+    with tempfile.TemporaryDirectory() as copy:
+        for folder in COPIED:
+            shutil.copytree(os.path.join(args.root, folder), os.path.join(copy, folder),
+                            ignore=shutil.ignore_patterns('corpus', 'regressions', 'data'))
+        line = plant(copy, 'src/base/log.cc', '#include "core/comm.h"')
+        planted = run_check(copy)
+        expected = f'src/base/log.cc:{line}: #include "core/comm.h": base may not include core'
+        if planted.returncode != 1 or expected not in planted.stdout:
+            failures.append(f'a planted back-edge was not reported as "{expected}":\n{planted.stdout}')
+        else:
+            print('planted back-edge reported:', expected)
+
+        line = plant(copy, 'src/transport/call_tag.cc', '#include "../base/error.h"')
+        dotted = run_check(copy)
+        expected = f'src/transport/call_tag.cc:{line}: #include "../base/error.h": "../" in an include'
+        if dotted.returncode != 1 or expected not in dotted.stdout:
+            failures.append(f'a "../" include was not reported as "{expected}":\n{dotted.stdout}')
+        else:
+            print('"../" include reported:', expected)
+
+    ok, errors = compiles(args.cxx, args.views, args.root, '#include "core/comm.h"\n')
+    if ok or 'core/comm.h' not in errors:
+        failures.append('an include of core/comm.h compiled against base\'s include view:\n' + errors)
+    else:
+        print('upward include fails to compile in base:', errors.strip().splitlines()[0])
+    ok, errors = compiles(args.cxx, args.views, args.root, '#include "base/error.h"\nint main() { return 0; }\n')
+    if not ok:
+        failures.append('base\'s own header does not compile against its include view:\n' + errors)
+
+    for failure in failures:
+        print('FAIL:', failure)
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
