@@ -43,7 +43,7 @@ ShmEndpoint::ShmEndpoint(std::unique_ptr<transport::Transport> transport, int pe
 template <typename Done>
 void ShmEndpoint::progressUntil(Done done) {
   lastProgress_ = Clock::now();
-  // As the executor (algorithms/executor.cc), with its back-off: arm the wait set before
+  // As the executor (src/algorithms/executor.cc), with its back-off: arm the wait set before
   // looking for work, so a ring between the look and the sleep is not lost.
   Backoff backoff(BackoffPolicy{63, 128, 50, 8, 8, 10000});
   const std::vector<const transport::Connection*> waiting{connection_};

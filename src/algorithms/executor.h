@@ -7,7 +7,7 @@
 // (base/backoff.h): spin, then sched_yield, then sleep on the wait set of the connections it
 // waits on (transport.h: a doorbell, sockets), with a bound so the deadline and the abort flag
 // are checked regularly, and every 100 ms of idling it looks for dead peers on this host
-// (algorithms/peer_liveness.h). The executor sees transports only through transport.h.
+// (src/algorithms/peer_liveness.h). The executor sees transports only through transport.h.
 #pragma once
 
 #include <sys/types.h>
@@ -43,7 +43,7 @@ struct ExecutionContext {
   const std::vector<pid_t>* peerPids = nullptr;
   std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
   bool checkCalls = true;  // LOOM_CHECK >= 1: messages carry the call's tag (CallSpec::descriptor)
-  // Large messages: received pieces are written with non-temporal stores (kernels/stream_copy.h)
+  // Large messages: received pieces are written with non-temporal stores (src/kernels/host/stream_copy.h)
   // so a copy does not first read every output line it overwrites.
   bool streamCopies = false;
   bool streamReductions = false;

@@ -1,4 +1,4 @@
-// Errors inside Loom are C++ exceptions carrying a loomResult_t; the C boundary (src/api_*.cc)
+// Errors inside Loom are C++ exceptions carrying a loomResult_t; the C boundary (src/api/)
 // catches them, stores the message as the thread's last error and returns the code.
 #pragma once
 

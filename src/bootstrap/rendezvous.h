@@ -1,4 +1,4 @@
-// The rendezvous protocol between the ranks and the root server (src/bootstrap_root.cc).
+// The rendezvous protocol between the ranks and the root server (src/bootstrap/root_server.cc).
 // After the authentication handshake (purpose RootRendezvous) each rank sends
 //   hello {magic "LMRH", version, nranks, rank, its bootstrap listener address}
 // and, once all nranks hellos are in, the root answers every rank with

@@ -22,7 +22,7 @@ struct CommSettings {
   size_t pieceBytes = 0;
   size_t shmSlotBytes = 128 * 1024; // LOOM_SHM_SLOT_BYTES
   int shmSlots = 8;                 // LOOM_SHM_SLOTS
-  // Direct collectives (all ranks on one host; algorithms/direct_engine.h).
+  // Direct collectives (all ranks on one host; src/algorithms/direct/direct_engine.h).
   bool directDisabled = false;            // LOOM_ALGO=ring: schedules only
   size_t directEagerBytes = 16 * 1024;    // LOOM_DIRECT_EAGER_BYTES: staged through the arena
   size_t directChunkBytes = 256 * 1024;   // LOOM_DIRECT_CHUNK_BYTES: single-copy granularity

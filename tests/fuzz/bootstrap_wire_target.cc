@@ -1,16 +1,17 @@
 // Fuzz target: what the bootstrap reads from peers and strangers.
 //
 // First input byte, low two bits, picks the code under test:
-//   0: auth::decodeHello on a 32-byte handshake record;
+//   0: auth::decodeHello on a 32-byte handshake record, then net::decodePeerHello (the record
+//      the ring and the socket transport send after it) on the next 40 bytes;
 //   1: auth::ServerHandshake (the server side of the challenge-response every bootstrap and
 //      transport listener runs) fed records from the input; a flag makes the fuzzer answer the
 //      challenge with the right proof (optionally corrupted), so the success path runs too;
 //   2: auth::authenticateClient over a socket pair whose other end holds the input: a server
 //      that sends garbage, stops mid-record or cannot prove it knows the secret;
-//   3: rendezvous::exchangeWithRoot (src/bootstrap_root.cc) against a fake root that
+//   3: rendezvous::exchangeWithRoot (src/bootstrap/root_server.cc) against a fake root that
 //      authenticates properly and then answers with reply bytes from the input: the reply
 //      header and the address table a rank decodes.
-// The root's parsing of a rank's hello and the ring's hello/allGather header checks sit inside
+// The root's parsing of a rank's hello and the ring's allGather header checks sit inside
 // classes in anonymous namespaces; see README.md for the refactor that would expose them.
 #include <poll.h>
 
@@ -21,6 +22,7 @@
 #include "socket_helpers.h"
 #include "bootstrap/socket_bootstrap.h"
 #include "base/net/auth.h"
+#include "base/net/peer_hello.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"
 #include "base/error.h"
@@ -48,6 +50,17 @@ void decodeHelloRecord(InputReader& input) {
           "decodeHello accepted a record that does not encode back to itself");
   } catch (const Error& error) {
     check(error.code() == loomRemoteError, "decodeHello threw a non-remote error");
+  }
+  // The peer hello, checked against the magic and version it claims, so the fuzzer reaches the
+  // accepting path; what is accepted must encode back to the same bytes.
+  uint8_t peer[net::kPeerHelloBytes] = {};
+  auto more = input.bytes(sizeof(peer));
+  std::memcpy(peer, more.data(), more.size());
+  const auto decoded = net::decodePeerHello(peer, net::getU32(peer), net::getU16(peer + 4));
+  if (decoded) {
+    uint8_t again[net::kPeerHelloBytes];
+    net::encodePeerHello(*decoded, again);
+    check(std::memcmp(peer, again, sizeof(peer)) == 0, "decodePeerHello accepted a record that does not encode back");
   }
 }
 

@@ -97,7 +97,7 @@ void receiveStriped(InputReader& input) {
   std::vector<size_t> written(lanes, 0);
   for (size_t i = 0; i < lanes; ++i) pending[i] = laneBytes(sent, lanes, stripe, i);
 
-  // Lane 0 starts with the frame header (transport/socket_wire.h).
+  // Lane 0 starts with the frame header (src/transport/socket/socket_wire.h).
   const uint8_t headerMode = input.byte() % 4;
   const bool fuzzedHeader = headerMode >= 2;
   transport::WireHeader header;
@@ -198,7 +198,7 @@ net::Socket connectOnce(const sockaddr_storage& address) {
 std::vector<uint8_t> honestHello(const Peer0Plan& plan, int index) {
   std::vector<uint8_t> hello(40, 0);
   net::putU32(hello.data(), 0x53544d4cu);  // "LMTS"
-  net::putU16(hello.data() + 4, 2);  // transport/socket_transport.cc kHelloVersion
+  net::putU16(hello.data() + 4, 2);  // src/transport/socket/socket_transport.cc kHelloVersion
   net::putU16(hello.data() + 6, static_cast<uint16_t>(index));
   net::putU32(hello.data() + 8, 0);
   net::putU32(hello.data() + 12, 1);

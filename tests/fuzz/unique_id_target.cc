@@ -1,5 +1,5 @@
-// Fuzz target: the 128-byte loomUniqueId decoder (src/unique_id.cc) and the 24-byte wire
-// address encoding inside it (src/bootstrap_net.cc), which every rank decodes from bytes a
+// Fuzz target: the 128-byte loomUniqueId decoder (src/bootstrap/unique_id.cc) and the 24-byte wire
+// address encoding inside it (src/base/net/socket.cc), which every rank decodes from bytes a
 // user passed around (MPI_Bcast, a file, an environment variable).
 //
 // First input byte, low two bits:
@@ -21,7 +21,7 @@ namespace loom::fuzz {
 
 namespace {
 
-// The public key of the id's check value, as src/unique_id.cc documents it (layout comment at
+// The public key of the id's check value, as src/bootstrap/unique_id.cc documents it (layout comment at
 // the top of that file). If the two ever differ, mode 1 only finds refusals: harmless.
 constexpr size_t kCheckOffset = 56;
 const Secret kIdCheckKey = {'l', 'o', 'o', 'm', '-', 'u', 'n', 'i',

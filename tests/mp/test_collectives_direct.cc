@@ -1,4 +1,4 @@
-// The direct collectives (algorithms/direct_engine.h) in each of their modes, over the full
+// The direct collectives (src/algorithms/direct/direct_engine.h) in each of their modes, over the full
 // case matrix of collective_checks.h: exact results, identical on every rank, nothing left in
 // /dev/shm. The environment picks the mode for the communicators the ranks create:
 //   eager:       everything up to 1 MiB per rank staged through the shared arena;

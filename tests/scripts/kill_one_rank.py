@@ -38,7 +38,7 @@ def report(ok, what):
         FAILURES.append(what)
 
 
-# ---- The communicator's /dev/shm prefix, as src/bootstrap_auth.cc derives it ----------------
+# ---- The communicator's /dev/shm prefix, as src/base/net/auth.cc derives it ----------------
 def siphash24(key, data):
     def rotl(x, bits):
         return ((x << bits) | (x >> (64 - bits))) & MASK
