@@ -1,5 +1,5 @@
-#include "base/datatype.h"
 #include "bandwidth_summary.h"
+#include "base/datatype.h"
 
 #include <string>
 #include <vector>

@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <string>
 
-#include "pair_bootstrap.h"
 #include "base/backoff.h"
 #include "base/error.h"
+#include "pair_bootstrap.h"
 
 namespace loom::micro {
 

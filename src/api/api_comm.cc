@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "api/api_internal.h"
+#include "base/log.h"
 #include "base/net/socket.h"
 #include "bootstrap/env_job.h"
-#include "core/settings.h"
 #include "bootstrap/socket_bootstrap.h"
 #include "core/call_batch.h"
 #include "core/group.h"
-#include "base/log.h"
+#include "core/settings.h"
 
 using namespace loom;
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "core/comm.h"
 #include "base/error.h"
+#include "core/comm.h"
 #include "loom.h"
 
 namespace loom::api {

@@ -3,11 +3,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/net/auth.h"
 #include "base/error.h"
-#include "base/log.h"
 #include "base/hash.h"
 #include "base/host_identity.h"
+#include "base/log.h"
+#include "base/net/auth.h"
 #include "bootstrap/socket_bootstrap.h"
 
 namespace loom {

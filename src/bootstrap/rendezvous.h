@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket_bootstrap.h"
 #include "base/net/socket.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom::rendezvous {
 

@@ -11,9 +11,9 @@
 #include <optional>
 #include <thread>
 
-#include "base/net/auth.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/net/auth.h"
 #include "bootstrap/socket_bootstrap.h"
 
 namespace loom {

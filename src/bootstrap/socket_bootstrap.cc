@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "bootstrap/socket_bootstrap.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "base/net/auth.h"
 #include "base/net/peer_hello.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"
-#include "base/error.h"
-#include "base/log.h"
 
 namespace loom {
 

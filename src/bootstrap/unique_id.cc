@@ -7,10 +7,10 @@
 // connection that hangs or fails authentication.
 #include <cstring>
 
-#include "bootstrap/socket_bootstrap.h"
+#include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
-#include "base/error.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 

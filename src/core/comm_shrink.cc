@@ -14,12 +14,12 @@
 #include <optional>
 #include <set>
 
+#include "base/error.h"
+#include "base/log.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
 #include "bootstrap/socket_bootstrap.h"
 #include "core/comm.h"
-#include "base/error.h"
-#include "base/log.h"
 
 namespace loom {
 namespace {

@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "loom_config.h"
 #include "base/log.h"
+#include "loom_config.h"
 #include "topology/discover.h"
 #include "topology/host_inventory.h"
 #include "topology/link_bandwidth.h"

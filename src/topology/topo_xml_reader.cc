@@ -9,9 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "topology/link_bandwidth.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "topology/link_bandwidth.h"
 #include "topology/topo_xml.h"
 
 namespace loom::topology {

@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "topology/link_bandwidth.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "topology/link_bandwidth.h"
 #include "topology/topo_xml.h"
 
 namespace loom::topology {

@@ -18,14 +18,14 @@
 #include <cstring>
 #include <thread>
 
-#include "fuzz_targets.h"
-#include "socket_helpers.h"
-#include "bootstrap/socket_bootstrap.h"
+#include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/peer_hello.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"
-#include "base/error.h"
+#include "bootstrap/socket_bootstrap.h"
+#include "fuzz_targets.h"
+#include "socket_helpers.h"
 
 namespace loom::fuzz {
 

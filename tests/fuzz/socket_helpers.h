@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "base/net/socket.h"
 #include "base/error.h"
+#include "base/net/socket.h"
 
 namespace loom::fuzz {
 

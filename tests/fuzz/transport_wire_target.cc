@@ -19,12 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "fuzz_targets.h"
-#include "socket_helpers.h"
 #include "base/bootstrap.h"
+#include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
-#include "base/error.h"
+#include "fuzz_targets.h"
+#include "socket_helpers.h"
 #include "transport/socket/socket_connection.h"
 #include "transport/socket/socket_transport.h"
 #include "transport/socket/socket_wire.h"

@@ -11,11 +11,11 @@
 // canonical encoding, so two different ids can never name the same communicator.
 #include <cstring>
 
-#include "fuzz_targets.h"
-#include "bootstrap/socket_bootstrap.h"
+#include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
-#include "base/error.h"
+#include "bootstrap/socket_bootstrap.h"
+#include "fuzz_targets.h"
 
 namespace loom::fuzz {
 

@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "loom.h"
 #include "bootstrap/socket_bootstrap.h"
+#include "loom.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/test_env.h"
 

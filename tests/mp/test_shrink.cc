@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "loom.h"
 #include "bootstrap/socket_bootstrap.h"
+#include "loom.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/test_env.h"
 

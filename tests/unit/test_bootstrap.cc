@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket_bootstrap.h"
+#include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
-#include "base/error.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 namespace {

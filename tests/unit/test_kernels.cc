@@ -14,10 +14,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/half_float.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/host_reduce_isa.h"
-#include "base/error.h"
 
 namespace loom::kernels {
 namespace {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "tests/support/post_send.h"
 #include "tests/support/thread_bootstrap.h"
 #include "transport/shm/shm_transport.h"
-#include "tests/support/post_send.h"
 
 namespace loom::transport {
 namespace {

@@ -15,13 +15,13 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket_bootstrap.h"
+#include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
-#include "base/error.h"
+#include "bootstrap/socket_bootstrap.h"
+#include "tests/support/post_send.h"
 #include "tests/support/thread_bootstrap.h"
 #include "transport/socket/socket_transport.h"
-#include "tests/support/post_send.h"
 
 namespace loom::transport {
 namespace {

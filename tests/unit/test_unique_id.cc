@@ -7,9 +7,9 @@
 #include <cstring>
 #include <string>
 
-#include "bootstrap/socket_bootstrap.h"
-#include "base/net/socket.h"
 #include "base/error.h"
+#include "base/net/socket.h"
+#include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 namespace {

@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include "algorithms/direct/direct_wait.h"
-#include "kernels/host/host_reduce.h"
-#include "kernels/host/stream_copy.h"
 #include "base/datatype.h"
 #include "base/error.h"
+#include "kernels/host/host_reduce.h"
+#include "kernels/host/stream_copy.h"
 #include "transport/shm/cross_memory.h"
 
 namespace loom::algo {

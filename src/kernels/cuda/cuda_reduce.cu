@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/reduce_ops.h"
 #include "base/error.h"
+#include "kernels/reduce_ops.h"
 
 namespace loom::kernels {
 namespace {

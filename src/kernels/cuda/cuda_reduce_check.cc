@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/cuda/cuda_reduce.h"
 #include "kernels/host/host_reduce.h"
-#include "base/error.h"
 
 namespace {
 

@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/host/host_kernel_table.h"
-#include "kernels/host/host_reduce_isa.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "kernels/host/host_kernel_table.h"
+#include "kernels/host/host_reduce_isa.h"
 
 namespace loom::kernels {
 

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/net/socket.h"
 #include "transport/socket/fault_injection.h"
 #include "transport/socket/socket_wire.h"
-#include "base/net/socket.h"
 #include "transport/transport.h"
 
 namespace loom::transport {

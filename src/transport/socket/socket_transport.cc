@@ -7,13 +7,13 @@
 #include <set>
 #include <string>
 
-#include "transport/socket/socket_connection.h"
-#include "transport/socket/socket_transport.h"
-#include "base/net/auth.h"
-#include "base/net/socket.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/net/auth.h"
 #include "base/net/peer_hello.h"
+#include "base/net/socket.h"
+#include "transport/socket/socket_connection.h"
+#include "transport/socket/socket_transport.h"
 
 namespace loom::transport {
 

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string>
 
-#include "loom.h"
-#include "base/net/socket.h"
 #include "base/error.h"
+#include "base/net/socket.h"
+#include "loom.h"
 
 namespace loom::transport {
 
