@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,9 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
 
 // Parses "host:port" / "[v6]:port" (as in LOOM_COMM_ID). Throws loomInvalidArgument.
 sockaddr_storage parseHostPort(const std::string& text);
+// The same without throwing: nullopt, and what is wrong in *why, for callers that report the
+// text as a variable's value (config::badValue).
+std::optional<sockaddr_storage> parseHostPort(const std::string& text, std::string* why);
 std::string addressToString(const sockaddr_storage& address);
 
 Secret randomSecret();
