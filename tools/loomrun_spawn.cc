@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "tools/loomrun_fd.h"
 
@@ -141,10 +142,11 @@ const char* stepName(int step) {
 
 Rendezvous chooseRendezvous() {
   Rendezvous rendezvous;
-  const char* commId = std::getenv("LOOM_COMM_ID");
-  const char* secret = std::getenv("LOOM_COMM_SECRET");
-  rendezvous.commId = (commId != nullptr && *commId != '\0') ? commId : pickFreeLoopbackPort();
-  rendezvous.secret = (secret != nullptr && *secret != '\0') ? secret : randomHexSecret();
+  // Passed on as they are: the ranks parse them (loomCommInitFromEnv), with the registry's errors.
+  const std::string commId = config::text(config::Knob::CommId);
+  const std::string secret = config::text(config::Knob::CommSecret);
+  rendezvous.commId = !commId.empty() ? commId : pickFreeLoopbackPort();
+  rendezvous.secret = !secret.empty() ? secret : randomHexSecret();
   return rendezvous;
 }
 

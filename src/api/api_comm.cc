@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/api_internal.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "base/net/socket.h"
 #include "bootstrap/env_job.h"
@@ -57,12 +58,12 @@ extern "C" {
 loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
   return api::guarded("loomGetUniqueId", [&] {
     if (uniqueId == nullptr) throwArgument("uniqueId is NULL");
-    const std::string pinned = envString("LOOM_COMM_ID");
+    const std::string pinned = config::text(config::Knob::CommId);
     if (pinned.empty()) {
       *uniqueId = startRootServer(nullptr, nullptr);
       return;
     }
-    sockaddr_storage address = parseHostPort(pinned);
+    sockaddr_storage address = commIdAddress(pinned);
     *uniqueId = startRootServer(&address, nullptr);
   });
 }

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
+#include <utility>
+
+#include "base/config.h"
 
 #include "base/hash.h"
 
@@ -17,8 +19,8 @@ std::string hostName() {
 
 uint64_t hostHash() {
   std::string identity;
-  if (const char* overridden = std::getenv("LOOM_HOSTID"); overridden && *overridden) {
-    identity = overridden;
+  if (std::string overridden = config::text(config::Knob::HostId); !overridden.empty()) {
+    identity = std::move(overridden);
   } else {
     std::string bootId;
     std::ifstream file("/proc/sys/kernel/random/boot_id");

@@ -1,70 +1,89 @@
 #include "base/log.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
+#include <vector>
+
+#include "base/config.h"
 
 namespace loom::log {
 
 namespace {
 
-struct Settings {
+// Which lines print. Read once: logging must be cheap and must never throw (config's readers
+// for these two only warn).
+struct Filter {
   Level level = Level::None;
   unsigned subsystems = ALL;
-  char host[64] = "?";
 };
 
-unsigned subsystemBit(const std::string& name) {
-  static const struct {
-    const char* name;
-    unsigned bit;
-  } table[] = {{"INIT", INIT}, {"COLL", COLL},   {"NET", NET},     {"SHM", SHM},
-               {"GRAPH", GRAPH}, {"ENV", ENV}, {"ALLOC", ALLOC}, {"ALL", ALL}};
-  for (const auto& entry : table) {
-    if (strcasecmp(entry.name, name.c_str()) == 0) return entry.bit;
-  }
-  return 0;
-}
+const struct {
+  const char* name;
+  unsigned bit;
+} kSubsystems[] = {{"INIT", INIT},   {"COLL", COLL}, {"NET", NET},     {"SHM", SHM},
+                   {"GRAPH", GRAPH}, {"ENV", ENV},   {"ALLOC", ALLOC}, {"ALL", ALL}};
 
-// LOOM_DEBUG_SUBSYS: comma list; a leading '^' inverts it (everything but these).
-unsigned parseSubsystems(const char* text) {
-  if (text == nullptr || *text == 0) return ALL;
-  bool invert = text[0] == '^';
-  if (invert) ++text;
+// LOOM_DEBUG_SUBSYS: comma list; a leading '^' inverts it (everything but these). An unknown
+// name is reported and left out.
+unsigned parseSubsystems(const std::string& text) {
+  if (text.empty()) return ALL;
+  const bool invert = text[0] == '^';
+  const std::string list = invert ? text.substr(1) : text;
   unsigned mask = 0;
-  std::string list(text);
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(',', start);
     if (end == std::string::npos) end = list.size();
-    mask |= subsystemBit(list.substr(start, end - start));
+    const std::string name = list.substr(start, end - start);
     start = end + 1;
+    if (name.empty()) continue;
+    unsigned bit = 0;
+    std::vector<std::string> known;
+    for (const auto& subsystem : kSubsystems) {
+      if (strcasecmp(subsystem.name, name.c_str()) == 0) bit = subsystem.bit;
+      known.emplace_back(subsystem.name);
+    }
+    if (bit == 0) {
+      config::warnValue(config::Knob::DebugSubsys, text,
+                        "unknown subsystem " + name + "; did you mean " +
+                            config::closest(name, known).value_or("ALL") + "? (left out)");
+    }
+    mask |= bit;
   }
   return invert ? ~mask : mask;
 }
 
-Level parseLevel(const char* text) {
-  if (text == nullptr) return Level::None;
-  if (strcasecmp(text, "WARN") == 0) return Level::Warn;
-  if (strcasecmp(text, "INFO") == 0) return Level::Info;
-  if (strcasecmp(text, "TRACE") == 0) return Level::Trace;
+Level parseLevel(const std::string& text) {
+  if (text == "WARN") return Level::Warn;
+  if (text == "INFO") return Level::Info;
+  if (text == "TRACE") return Level::Trace;
   return Level::None;
 }
 
-const Settings& settings() {
-  static const Settings instance = [] {
-    Settings s;
-    s.level = parseLevel(std::getenv("LOOM_DEBUG"));
-    s.subsystems = parseSubsystems(std::getenv("LOOM_DEBUG_SUBSYS"));
-    gethostname(s.host, sizeof(s.host) - 1);
-    return s;
+const Filter& filter() {
+  static const Filter instance = [] {
+    Filter f;
+    f.level = parseLevel(config::choice(config::Knob::Debug));
+    f.subsystems = parseSubsystems(config::text(config::Knob::DebugSubsys));
+    return f;
   }();
   return instance;
+}
+
+// Apart from the filter: the registry's warnings, printed while the filter is being read,
+// need it.
+const char* hostName() {
+  static const std::string host = [] {
+    char name[64] = "?";
+    gethostname(name, sizeof(name) - 1);
+    return std::string(name);
+  }();
+  return host.c_str();
 }
 
 const char* subsystemName(unsigned subsys) {
@@ -85,8 +104,8 @@ thread_local int currentRank = -1;
 }  // namespace
 
 bool enabled(Level level, unsigned subsys) {
-  const Settings& s = settings();
-  return level <= s.level && (s.subsystems & subsys) != 0;
+  const Filter& f = filter();
+  return level <= f.level && (f.subsystems & subsys) != 0;
 }
 
 void setThreadRank(int rank) { currentRank = rank; }
@@ -100,7 +119,7 @@ void write(Level level, unsigned subsys, const char* fmt, ...) {
   va_end(args);
   const char* levelName = level == Level::Warn ? "WARN" : level == Level::Info ? "INFO" : "TRACE";
   // One fprintf per line so lines of concurrent threads do not interleave mid-line.
-  std::fprintf(stderr, "%s:%d:%d LOOM %s %s %s\n", settings().host, static_cast<int>(getpid()),
+  std::fprintf(stderr, "%s:%d:%d LOOM %s %s %s\n", hostName(), static_cast<int>(getpid()),
                currentRank, levelName, subsystemName(subsys), message);
 }
 

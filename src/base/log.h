@@ -1,5 +1,6 @@
 // Logging: LOOM_DEBUG=WARN|INFO|TRACE selects the level, LOOM_DEBUG_SUBSYS=INIT,COLL,NET,...
-// (or ALL, or ^X to exclude) the subsystems. Lines go to stderr as "host:pid:rank [SUBSYS] msg".
+// (or ALL, or ^X to exclude) the subsystems; both are read once, through the configuration
+// registry (base/config). Lines go to stderr as "host:pid:rank LOOM LEVEL SUBSYS msg".
 #pragma once
 
 #include <string>
@@ -20,6 +21,7 @@ enum Subsys : unsigned {
 
 bool enabled(Level level, unsigned subsys);
 // printf-style; rank is taken from the thread's current rank (setThreadRank), -1 if unknown.
+// Prints whatever the level and subsystems say: LOOM_LOG checks them first.
 void write(Level level, unsigned subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 // Tags this thread's log lines with a rank (the communicator sets it while it works).
 void setThreadRank(int rank);
@@ -34,3 +36,7 @@ int threadRank();
 #define LOOM_WARN(subsys, ...) LOOM_LOG(::loom::log::Level::Warn, ::loom::log::subsys, __VA_ARGS__)
 #define LOOM_INFO(subsys, ...) LOOM_LOG(::loom::log::Level::Info, ::loom::log::subsys, __VA_ARGS__)
 #define LOOM_TRACE(subsys, ...) LOOM_LOG(::loom::log::Level::Trace, ::loom::log::subsys, __VA_ARGS__)
+// A warning printed whatever LOOM_DEBUG says: for mistakes the user has to see even with
+// logging off (an unknown variable or value in the environment).
+#define LOOM_WARN_ALWAYS(subsys, ...) \
+  ::loom::log::write(::loom::log::Level::Warn, ::loom::log::subsys, __VA_ARGS__)

@@ -1,8 +1,9 @@
 #include "bootstrap/env_job.h"
 
-#include <cstdlib>
 #include <cstring>
+#include <optional>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/hash.h"
 #include "base/host_identity.h"
@@ -14,21 +15,11 @@ namespace loom {
 
 namespace {
 
-const char* get(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != 0 ? value : nullptr;
-}
+using config::Knob;
 
-int parseNonNegative(const char* name, const char* text) {
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (end == text || *end != 0 || value < 0 || value > INT32_MAX) {
-    throwArgument(std::string(name) + "=\"" + text + "\" is not a non-negative integer");
-  }
-  return static_cast<int>(value);
-}
+int rankOrSize(Knob knob) { return static_cast<int>(config::integer(knob)); }
 
-Secret parseSecret(const char* text) {
+Secret parseSecret(const std::string& text) {
   Secret secret{};
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -36,13 +27,15 @@ Secret parseSecret(const char* text) {
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
   };
-  if (std::strlen(text) != 32) throwArgument("LOOM_COMM_SECRET must be exactly 32 hex digits");
-  for (int i = 0; i < 16; ++i) {
+  if (text.size() != 32) config::badValue(Knob::CommSecret, text, "must be exactly 32 hex digits");
+  for (size_t i = 0; i < 16; ++i) {
     const int high = nibble(text[2 * i]);
     const int low = nibble(text[2 * i + 1]);
     if (high < 0 || low < 0) {
-      throwArgument("LOOM_COMM_SECRET must be exactly 32 hex digits (found '" +
-                    std::string(1, high < 0 ? text[2 * i] : text[2 * i + 1]) + "')");
+      // Naming the character (not where it is) helps find the typo without giving the rest away.
+      config::badValue(Knob::CommSecret, text,
+                       "must be exactly 32 hex digits (found '" +
+                           std::string(1, high < 0 ? text[2 * i] : text[2 * i + 1]) + "')");
     }
     secret[i] = static_cast<uint8_t>(high << 4 | low);
   }
@@ -53,9 +46,9 @@ Secret parseSecret(const char* text) {
 // That keeps strangers who don't know the job's identity out, but it is not a secret: say so.
 Secret derivedSecret(const std::string& address) {
   std::string identity = "loom-secret/" + address;
-  for (const char* name : {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
-                           "SLURM_JOB_ID", "SLURM_STEP_ID"}) {
-    if (const char* value = get(name)) identity += std::string("/") + name + "=" + value;
+  for (Knob knob : {Knob::TorchRunId, Knob::OmpiJobId, Knob::PmixNamespace, Knob::SlurmJobId,
+                    Knob::SlurmStepId}) {
+    if (config::isSet(knob)) identity += std::string("/") + config::entry(knob).name + "=" + config::text(knob);
   }
   LOOM_WARN(INIT, "LOOM_COMM_SECRET is not set: deriving the communicator secret from the job's identity; set it to keep other local users out");
   Secret secret{};
@@ -68,41 +61,46 @@ Secret derivedSecret(const std::string& address) {
 
 }  // namespace
 
+sockaddr_storage commIdAddress(const std::string& text) {
+  std::string why;
+  if (std::optional<sockaddr_storage> address = parseHostPort(text, &why)) return *address;
+  config::badValue(Knob::CommId, text, why);
+}
+
 EnvJob readEnvJob() {
+  using config::isSet;
   EnvJob job;
   std::string address;
-  if (get("LOOM_RANK") || get("LOOM_WORLD_SIZE")) {
-    if (!get("LOOM_RANK") || !get("LOOM_WORLD_SIZE") || !get("LOOM_COMM_ID")) {
+  bool addressFromCommId = true;
+  if (isSet(Knob::LoomRank) || isSet(Knob::LoomWorldSize)) {
+    if (!isSet(Knob::LoomRank) || !isSet(Knob::LoomWorldSize) || !isSet(Knob::CommId)) {
       throwArgument("loomCommInitFromEnv: LOOM_RANK, LOOM_WORLD_SIZE and LOOM_COMM_ID must all be set (as loomrun does)");
     }
     job.launcher = "loomrun";
-    job.rank = parseNonNegative("LOOM_RANK", get("LOOM_RANK"));
-    job.nranks = parseNonNegative("LOOM_WORLD_SIZE", get("LOOM_WORLD_SIZE"));
-    address = get("LOOM_COMM_ID");
-  } else if (get("RANK") && get("WORLD_SIZE") && (get("LOOM_COMM_ID") || (get("MASTER_ADDR") && get("MASTER_PORT")))) {
+    job.rank = rankOrSize(Knob::LoomRank);
+    job.nranks = rankOrSize(Knob::LoomWorldSize);
+  } else if (isSet(Knob::TorchRank) && isSet(Knob::TorchWorldSize) &&
+             (isSet(Knob::CommId) || (isSet(Knob::MasterAddr) && isSet(Knob::MasterPort)))) {
     job.launcher = "torchrun";
-    job.rank = parseNonNegative("RANK", get("RANK"));
-    job.nranks = parseNonNegative("WORLD_SIZE", get("WORLD_SIZE"));
-    if (get("LOOM_COMM_ID")) {
-      address = get("LOOM_COMM_ID");
-    } else {
+    job.rank = rankOrSize(Knob::TorchRank);
+    job.nranks = rankOrSize(Knob::TorchWorldSize);
+    if (!isSet(Knob::CommId)) {
       // torchrun's own store listens on MASTER_PORT; Loom's root takes the next port.
-      const int port = parseNonNegative("MASTER_PORT", get("MASTER_PORT")) + 1;
-      const std::string host = get("MASTER_ADDR");
+      const int port = static_cast<int>(config::integer(Knob::MasterPort)) + 1;
+      const std::string host = config::text(Knob::MasterAddr);
       address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+      addressFromCommId = false;
     }
-  } else if (get("OMPI_COMM_WORLD_RANK") && get("OMPI_COMM_WORLD_SIZE")) {
+  } else if (isSet(Knob::OmpiRank) && isSet(Knob::OmpiSize)) {
     job.launcher = "mpirun";
-    job.rank = parseNonNegative("OMPI_COMM_WORLD_RANK", get("OMPI_COMM_WORLD_RANK"));
-    job.nranks = parseNonNegative("OMPI_COMM_WORLD_SIZE", get("OMPI_COMM_WORLD_SIZE"));
-    if (!get("LOOM_COMM_ID")) throwArgument("loomCommInitFromEnv: under mpirun set LOOM_COMM_ID=host:port (the address rank 0 listens on), e.g. mpirun -x LOOM_COMM_ID=node0:29500");
-    address = get("LOOM_COMM_ID");
-  } else if (get("SLURM_PROCID") && get("SLURM_NTASKS")) {
+    job.rank = rankOrSize(Knob::OmpiRank);
+    job.nranks = rankOrSize(Knob::OmpiSize);
+    if (!isSet(Knob::CommId)) throwArgument("loomCommInitFromEnv: under mpirun set LOOM_COMM_ID=host:port (the address rank 0 listens on), e.g. mpirun -x LOOM_COMM_ID=node0:29500");
+  } else if (isSet(Knob::SlurmProcId) && isSet(Knob::SlurmNtasks)) {
     job.launcher = "slurm";
-    job.rank = parseNonNegative("SLURM_PROCID", get("SLURM_PROCID"));
-    job.nranks = parseNonNegative("SLURM_NTASKS", get("SLURM_NTASKS"));
-    if (!get("LOOM_COMM_ID")) throwArgument("loomCommInitFromEnv: under Slurm set LOOM_COMM_ID=host:port (the address task 0 listens on)");
-    address = get("LOOM_COMM_ID");
+    job.rank = rankOrSize(Knob::SlurmProcId);
+    job.nranks = rankOrSize(Knob::SlurmNtasks);
+    if (!isSet(Knob::CommId)) throwArgument("loomCommInitFromEnv: under Slurm set LOOM_COMM_ID=host:port (the address task 0 listens on)");
   } else {
     throwArgument("loomCommInitFromEnv: no launcher environment found: expected LOOM_RANK/LOOM_WORLD_SIZE/LOOM_COMM_ID (loomrun), "
                   "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun), OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE + LOOM_COMM_ID (mpirun) "
@@ -112,8 +110,17 @@ EnvJob readEnvJob() {
     throwArgument("loomCommInitFromEnv (" + job.launcher + "): rank " + std::to_string(job.rank) +
                   " is not in a world of size " + std::to_string(job.nranks));
   }
-  job.rootAddress = parseHostPort(address);
-  job.secret = get("LOOM_COMM_SECRET") ? parseSecret(get("LOOM_COMM_SECRET")) : derivedSecret(address);
+  if (addressFromCommId) {
+    address = config::text(Knob::CommId);
+    job.rootAddress = commIdAddress(address);
+  } else {
+    // Built from MASTER_ADDR and a checked MASTER_PORT: only the host can be wrong.
+    std::string why;
+    std::optional<sockaddr_storage> parsed = parseHostPort(address, &why);
+    if (!parsed) config::badValue(Knob::MasterAddr, config::text(Knob::MasterAddr), why);
+    job.rootAddress = *parsed;
+  }
+  job.secret = isSet(Knob::CommSecret) ? parseSecret(config::text(Knob::CommSecret)) : derivedSecret(address);
   return job;
 }
 

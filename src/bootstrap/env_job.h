@@ -17,6 +17,10 @@ struct EnvJob {
 // Throws loomInvalidArgument naming the variables that are missing or malformed.
 EnvJob readEnvJob();
 
+// LOOM_COMM_ID's value as an address: the one parser behind loomGetUniqueId and
+// loomCommInitFromEnv, so a malformed one is the same error in both (LOOM_COMM_ID="x": why).
+sockaddr_storage commIdAddress(const std::string& text);
+
 // The unique id every rank of an environment-launched job agrees on without talking:
 // the root address and the secret from the environment, commUid derived from the secret.
 UniqueIdContents envUniqueId(const EnvJob& job);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/net/auth.h"
@@ -31,16 +32,6 @@ constexpr uint16_t kStatusTimedOut = 2; // not every rank joined in time (system
 constexpr int kMaxRanks = 1 << 20;
 constexpr size_t kMaxErrorBytes = 4096;
 constexpr int kReplyTimeoutMs = 10000;
-
-int64_t defaultTimeoutMs() {
-  const char* text = std::getenv("LOOM_TIMEOUT_MS");
-  if (text != nullptr) {
-    char* end = nullptr;
-    long long value = std::strtoll(text, &end, 10);
-    if (end != text && *end == 0 && value > 0) return value;
-  }
-  return 600000;
-}
 
 // Serves the rendezvous of one communicator, then ends.
 class RootServer {
@@ -254,13 +245,15 @@ class RootServerRegistry {
 }  // namespace
 
 loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret) {
+  // Read first, so a malformed value fails before anything listens; the error is the one
+  // resolveSettings gives for it.
+  const int64_t timeoutMs = config::integer(config::Knob::TimeoutMs);
   sockaddr_storage bindAddress{};
   if (pinned != nullptr) {
     bindAddress = *pinned;
   } else {
     bindAddress = net::chooseLocalAddress(nullptr);
-    const char* ifname = std::getenv("LOOM_SOCKET_IFNAME");
-    if (ifname == nullptr || *ifname == 0) {
+    if (!config::isSet(config::Knob::SocketIfname)) {
       LOOM_INFO(NET,
                 "root listens on loopback: ranks on other hosts need LOOM_SOCKET_IFNAME "
                 "(or LOOM_COMM_ID) set");
@@ -287,7 +280,7 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
   loomUniqueId id = encodeUniqueId(contents);
   LOOM_INFO(NET, "root server listening on %s", addressToString(contents.rootAddress).c_str());
   auto server =
-      std::make_shared<RootServer>(std::move(listener), contents.secret, defaultTimeoutMs());
+      std::make_shared<RootServer>(std::move(listener), contents.secret, timeoutMs);
   RootServerRegistry::instance().start(
       [server](const std::atomic<bool>& stop) { server->run(stop); });
   return id;

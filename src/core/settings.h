@@ -1,5 +1,6 @@
 // Settings of one communicator: from loomConfig_t where the caller set them, else from the
-// LOOM_* environment, else defaults. Every variable is listed in README's table.
+// LOOM_* environment (read through the registry, base/config), else defaults. The member
+// initialisers below equal the registry's defaults (tests/unit/test_config.cc checks it).
 #pragma once
 
 #include <string>
@@ -37,12 +38,8 @@ struct CommSettings {
 };
 
 // Validates `config` (may be null) and merges it with the environment. Throws
-// loomInvalidArgument for a config with a wrong magic/size or out-of-range values.
+// loomInvalidArgument for a config with a wrong magic/size or out-of-range values, and for a
+// malformed variable (the registry's message).
 CommSettings resolveSettings(const loomConfig_t* config);
-
-// Environment helpers: return `fallback` when unset; throw loomInvalidArgument when set but
-// malformed (naming the variable).
-long envInteger(const char* name, long fallback, long minimum, long maximum);
-std::string envString(const char* name, const std::string& fallback = "");
 
 }  // namespace loom

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "topology/paths.h"
 
@@ -175,7 +176,7 @@ bool wider(const Path& candidate, const Path& current) {
   return candidate.hops.size() < current.hops.size();
 }
 
-// NCCL's legacy integers for P2P/GDR levels: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and above SYS.
+// NCCL's legacy integers for P2P/GDR levels: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS.
 std::optional<PathType> parseLevel(const std::string& text) {
   if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
         return std::isdigit(static_cast<unsigned char>(c));
@@ -188,14 +189,12 @@ std::optional<PathType> parseLevel(const std::string& text) {
   return parsePathType(text);
 }
 
-std::optional<PathType> levelFromEnv(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  auto level = parseLevel(value);
-  if (!level || *level > PathType::Sys)
-    throwArgument(std::string(name) + "=" + value +
-                  ": expected LOC, NVL, NVB, C2C, PIX, PXB, PXN, PHB, SYS or 0..4");
-  return level;
+// The registry lets only the path type names and 0..4 through; an unknown value is warned
+// about there and reads as unset, that is Loom's default.
+std::optional<PathType> levelFromEnv(config::Knob knob) {
+  const std::string value = config::choice(knob);
+  if (value.empty()) return std::nullopt;
+  return parseLevel(value);
 }
 
 // NCCL's default P2P level: P2P through the CPU is slow or broken on Intel, Zhaoxin and ARM
@@ -241,8 +240,8 @@ std::optional<PathType> parsePathType(const std::string& text) {
 
 PathPolicy PathPolicy::fromEnvironment() {
   PathPolicy policy;
-  policy.p2pLevel = levelFromEnv("LOOM_P2P_LEVEL");
-  policy.netGdrLevel = levelFromEnv("LOOM_NET_GDR_LEVEL");
+  policy.p2pLevel = levelFromEnv(config::Knob::P2pLevel);
+  policy.netGdrLevel = levelFromEnv(config::Knob::NetGdrLevel);
   return policy;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "topology/discover.h"
@@ -11,21 +12,14 @@
 #include "topology/topo_xml.h"
 
 namespace loom::topology {
-namespace {
-
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
-}  // namespace
 
 TopologyRequest TopologyRequest::fromEnvironment() {
+  using config::Knob;
   TopologyRequest request;
-  request.topoFile = environment("LOOM_TOPO_FILE");
-  request.topoDumpFile = environment("LOOM_TOPO_DUMP_FILE");
-  request.graphFile = environment("LOOM_GRAPH_FILE");
-  request.graphDumpFile = environment("LOOM_GRAPH_DUMP_FILE");
+  request.topoFile = config::text(Knob::TopoFile);
+  request.topoDumpFile = config::text(Knob::TopoDumpFile);
+  request.graphFile = config::text(Knob::GraphFile);
+  request.graphDumpFile = config::text(Knob::GraphDumpFile);
   request.policy = PathPolicy::fromEnvironment();
   return request;
 }

@@ -249,7 +249,7 @@ TEST(Fault, BadSpecificationIsAnInitError) {
       [&](int rank, const loomUniqueId& id) {
         loomComm_t comm = nullptr;
         const loomResult_t rc = loomCommInitRank(&comm, 2, id, rank);
-        LOOM_REQUIRE(rc != loomSuccess && contains(loomGetLastError(nullptr), "LOOM_FAULT: unknown fault 'explode'"),
+        LOOM_REQUIRE(rc != loomSuccess && contains(loomGetLastError(nullptr), "LOOM_FAULT=\"explode=1\": unknown fault 'explode'"),
                      describe(nullptr, rc));
       },
       60);

@@ -25,6 +25,35 @@ class Table:
             for other in allowed - {'*'}:
                 if other not in self.library:
                     raise ValueError(f'{path}: unit {unit} may include {other}, which is not a unit')
+        cycle = self.find_cycle()
+        if cycle:
+            raise ValueError(f'{path}: the table allows a cycle: {" -> ".join(cycle)}')
+
+    def find_cycle(self):
+        """A cycle of may-include edges between units ('*' aside), as a list, or None: the
+        floors must form a ladder, and so must the folders within a floor."""
+        state, stack = {}, []
+
+        def visit(unit):
+            state[unit] = 'open'
+            stack.append(unit)
+            for other in sorted(self.allowed[unit] - {'*', unit}):
+                if state.get(other) == 'open':
+                    return stack[stack.index(other):] + [other]
+                if other not in state:
+                    found = visit(other)
+                    if found:
+                        return found
+            stack.pop()
+            state[unit] = 'done'
+            return None
+
+        for unit in self.library:
+            if unit not in state:
+                found = visit(unit)
+                if found:
+                    return found
+        return None
 
     def units(self):
         return list(self.library)

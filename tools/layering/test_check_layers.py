@@ -2,7 +2,7 @@
 """The layering check's own test, and the build's enforcement of it:
   1. check_layers.py passes on the tree as it is;
   2. a planted back-edge (base including core) fails it, naming file, line and edge; so does an
-     include spelled with "../";
+     include spelled with "../"; a table that allows a cycle between folders is refused;
   3. the same back-edge fails to compile against base's include view, while an include of
      base's own header compiles (the view is what meson gives the base library).
 
@@ -78,6 +78,19 @@ def main():
             failures.append(f'a "../" include was not reported as "{expected}":\n{dotted.stdout}')
         else:
             print('"../" include reported:', expected)
+
+    # A table that lets two folders include each other is refused before any include is read.
+    with tempfile.TemporaryDirectory() as scratch:
+        table = os.path.join(scratch, 'layers.txt')
+        with open(os.path.join(HERE, 'layers.txt')) as source, open(table, 'w') as out:
+            for line in source:
+                out.write(line.rstrip('\n') + (' core' if line.startswith('base ') else '') + '\n')
+        cyclic = subprocess.run([sys.executable, CHECK, '--root', args.root, '--table', table],
+                                capture_output=True, text=True)
+        if cyclic.returncode != 2 or 'cycle' not in cyclic.stderr:
+            failures.append('a table with a cycle was accepted:\n' + cyclic.stdout + cyclic.stderr)
+        else:
+            print('cyclic table refused:', cyclic.stderr.strip())
 
     ok, errors = compiles(args.cxx, args.views, args.root, '#include "core/comm.h"\n')
     if ok or 'core/comm.h' not in errors:

@@ -14,10 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "base/bootstrap.h"
+#include "base/config.h"
 #include "base/error.h"
 
 namespace loom::net {
@@ -413,9 +415,8 @@ sockaddr_storage addressFromFilter(const std::string& spec, int preferredFamily)
   freeifaddrs(list);
   if (candidates.empty()) {
     if (!seen.empty()) seen.pop_back();
-    throwArgument(
-        "LOOM_SOCKET_IFNAME=\"" + spec +
-        "\" matches no interface that is up with an IPv4/IPv6 address (interfaces:" + seen + ")");
+    config::badValue(config::Knob::SocketIfname, spec,
+                     "matches no interface that is up with an IPv4/IPv6 address (interfaces:" + seen + ")");
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
@@ -440,8 +441,7 @@ sockaddr_storage addressRoutingTo(const sockaddr_storage& root) {
 }  // namespace
 
 sockaddr_storage chooseLocalAddress(const sockaddr_storage* root) {
-  const char* spec = std::getenv("LOOM_SOCKET_IFNAME");
-  if (spec != nullptr && *spec != 0) {
+  if (const std::string spec = config::text(config::Knob::SocketIfname); !spec.empty()) {
     return addressFromFilter(spec, root != nullptr ? root->ss_family : AF_INET);
   }
   if (root == nullptr) return loopbackAddress(AF_INET);
@@ -453,32 +453,36 @@ sockaddr_storage chooseLocalAddress(const sockaddr_storage* root) {
 
 namespace loom {
 
-sockaddr_storage parseHostPort(const std::string& text) {
+std::optional<sockaddr_storage> parseHostPort(const std::string& text, std::string* why) {
+  auto fail = [why](const std::string& problem) {
+    *why = problem;
+    return std::nullopt;
+  };
   std::string host;
   std::string port;
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');
     if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      throwArgument("bad address \"" + text + "\": expected [IPv6]:port");
+      return fail("expected [IPv6]:port");
     }
     host = text.substr(1, close - 1);
     port = text.substr(close + 2);
   } else {
     size_t colon = text.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-      throwArgument("bad address \"" + text + "\": expected host:port or [IPv6]:port");
+      return fail("expected host:port or [IPv6]:port");
     }
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
     if (host.find(':') != std::string::npos) {
-      throwArgument("bad address \"" + text + "\": write IPv6 addresses as [addr]:port");
+      return fail("write IPv6 addresses as [addr]:port");
     }
   }
-  if (host.empty()) throwArgument("bad address \"" + text + "\": empty host");
+  if (host.empty()) return fail("empty host");
   if (port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoi(port) < 1 || std::stoi(port) > 65535) {
-    throwArgument("bad address \"" + text + "\": port must be a number in 1-65535");
+    return fail("port must be a number in 1-65535");
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -487,8 +491,7 @@ sockaddr_storage parseHostPort(const std::string& text) {
   addrinfo* found = nullptr;
   int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
   if (rc != 0 || found == nullptr) {
-    throwArgument("bad address \"" + text + "\": cannot resolve \"" + host +
-                  "\": " + gai_strerror(rc));
+    return fail("cannot resolve \"" + host + "\": " + gai_strerror(rc));
   }
   sockaddr_storage address{};
   // Prefer IPv4 when a name resolves to both: it is what the other hosts most likely reach.
@@ -502,9 +505,15 @@ sockaddr_storage parseHostPort(const std::string& text) {
   std::memcpy(&address, chosen->ai_addr, std::min<size_t>(chosen->ai_addrlen, sizeof(address)));
   freeaddrinfo(found);
   if (address.ss_family != AF_INET && address.ss_family != AF_INET6) {
-    throwArgument("bad address \"" + text + "\": not an IPv4 or IPv6 address");
+    return fail("not an IPv4 or IPv6 address");
   }
   return address;
+}
+
+sockaddr_storage parseHostPort(const std::string& text) {
+  std::string why;
+  if (std::optional<sockaddr_storage> address = parseHostPort(text, &why)) return *address;
+  throwArgument("bad address \"" + text + "\": " + why);
 }
 
 std::string addressToString(const sockaddr_storage& address) {

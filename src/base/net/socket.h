@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace loom::net {
@@ -114,6 +115,9 @@ namespace loom {
 
 // Parses "host:port" / "[v6]:port" (as in LOOM_COMM_ID). Throws loomInvalidArgument.
 sockaddr_storage parseHostPort(const std::string& text);
+// The same without throwing: nullopt, and what is wrong in *why, for callers that report the
+// text as a variable's value (config::badValue).
+std::optional<sockaddr_storage> parseHostPort(const std::string& text, std::string* why);
 std::string addressToString(const sockaddr_storage& address);
 
 }  // namespace loom

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "kernels/host/host_kernel_table.h"
@@ -59,25 +60,18 @@ HostIsa fastestAvailableIsa() {
 }
 
 // LOOM_HOST_ISA=generic|avx2|avx512 narrows the choice (to rule a variant out when chasing a
-// numerical or performance question); anything else is reported and ignored.
+// numerical or performance question). The registry warns about a value it does not know; one
+// this CPU lacks is reported here and ignored.
 HostIsa chooseIsa() {
   const HostIsa fastest = fastestAvailableIsa();
   HostIsa chosen = fastest;
-  const char* requested = std::getenv("LOOM_HOST_ISA");
-  if (requested != nullptr && *requested != '\0') {
-    bool known = false;
-    for (HostIsa isa : {HostIsa::Generic, HostIsa::Avx2, HostIsa::Avx512}) {
-      if (strcasecmp(requested, hostIsaName(isa)) != 0) continue;
-      known = true;
-      if (hostIsaAvailable(isa)) {
-        chosen = isa;
-      } else {
-        LOOM_WARN(INIT, "LOOM_HOST_ISA=%s: not supported by this CPU, using %s", requested,
-                  hostIsaName(fastest));
-      }
-    }
-    if (!known) {
-      LOOM_WARN(INIT, "LOOM_HOST_ISA=%s: unknown (generic, avx2 or avx512), using %s", requested,
+  const std::string requested = config::choice(config::Knob::HostIsa);
+  for (HostIsa isa : {HostIsa::Generic, HostIsa::Avx2, HostIsa::Avx512}) {
+    if (requested != hostIsaName(isa)) continue;
+    if (hostIsaAvailable(isa)) {
+      chosen = isa;
+    } else {
+      LOOM_WARN(INIT, "LOOM_HOST_ISA=%s: not supported by this CPU, using %s", requested.c_str(),
                 hostIsaName(fastest));
     }
   }
