@@ -1,7 +1,7 @@
 // loom-env: Loom's environment variables as the library reads them. With no argument it checks
 // the variables set now (the value each one is read as, or the error or warning the library
 // would give); --markdown prints the table README's Configuration section holds, made from the
-// registry (src/base/config/knobs.cc), and --update-readme puts it there.
+// registry (src/base/config_knobs.cc), and --update-readme puts it there.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,7 +21,7 @@ constexpr int kExitUsage = 2;
 
 // README's generated part lies between these two lines.
 constexpr const char* kBeginMarker =
-    "<!-- made by `loom-env --markdown` from src/base/config/knobs.cc; after editing that table, "
+    "<!-- made by `loom-env --markdown` from src/base/config_knobs.cc; after editing that table, "
     "run `build/tools/loom-env --update-readme README.md` -->";
 constexpr const char* kEndMarker = "<!-- end of `loom-env --markdown` -->";
 

@@ -1,5 +1,5 @@
 // The registry of configuration knobs: every environment variable Loom reads (its own LOOM_*
-// ones and the launchers' RANK, SLURM_PROCID, ...) is one entry of one table (knobs.cc) with
+// ones and the launchers' RANK, SLURM_PROCID, ...) is one entry of one table (config_knobs.cc) with
 // its type, range, default and a one-line doc, and is read only through the readers below. So
 // a bad value gets the same error whichever part of Loom reads it, README's table is made from
 // the entries (tools/loom-env --markdown), and a LOOM_* variable no entry names is reported.
@@ -96,7 +96,7 @@ enum class Type {
 // Who reads the variable; README groups the table by it.
 enum class Scope { Library, Launcher, Tools, Tests };
 
-// One variable. Fields in the order the table (knobs.cc) writes them; an entry leaves out
+// One variable. Fields in the order the table (config_knobs.cc) writes them; an entry leaves out
 // those that do not apply.
 struct Entry {
   Knob knob;

@@ -499,7 +499,7 @@ TEST(LoomEnv, ReadmeHoldsTheGeneratedTables) {
   const ToolRun generated = runLoomEnv("--markdown");
   ASSERT_EQ(generated.exitCode, 0) << generated.out;
   EXPECT_TRUE(readme.substr(from, to - from) == generated.out)
-      << "README.md's Configuration tables differ from the registry (src/base/config/knobs.cc); "
+      << "README.md's Configuration tables differ from the registry (src/base/config_knobs.cc); "
          "regenerate them with\n  build/tools/loom-env --update-readme README.md\n"
          "--- loom-env --markdown ---\n"
       << generated.out;
