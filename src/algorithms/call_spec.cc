@@ -96,13 +96,14 @@ void checkCount(size_t count, size_t multiplier, loomDataType_t type) {
 }  // namespace
 
 void validate(const CallSpec& call, int rank, int nranks) {
-  const std::string where = "rank " + std::to_string(rank) + ": ";
+  // Built only on the way to an error: the common path allocates nothing.
+  auto where = [rank] { return "rank " + std::to_string(rank) + ": "; };
   checkType(rawValue(call.type));
   if (hasOp(call.collective)) checkOp(rawValue(call.op));
   const bool perRank = call.collective == Collective::AllGather || call.collective == Collective::ReduceScatter;
   checkCount(call.count, perRank ? static_cast<size_t>(nranks) : 1, call.type);
   if (hasRoot(call.collective) && (call.root < 0 || call.root >= nranks)) {
-    throwArgument(where + "root " + std::to_string(call.root) + " is not a rank of this communicator (size " +
+    throwArgument(where() + "root " + std::to_string(call.root) + " is not a rank of this communicator (size " +
                   std::to_string(nranks) + ")");
   }
   if (call.count == 0) return;
@@ -111,15 +112,15 @@ void validate(const CallSpec& call, int rank, int nranks) {
     case Collective::AllReduce:
     case Collective::AllGather:
     case Collective::ReduceScatter:
-      if (call.send == nullptr || call.recv == nullptr) throwArgument(where + "sendbuff or recvbuff is NULL");
+      if (call.send == nullptr || call.recv == nullptr) throwArgument(where() + "sendbuff or recvbuff is NULL");
       return;
     case Collective::Broadcast:
-      if (call.recv == nullptr) throwArgument(where + "recvbuff is NULL");
-      if (isRoot && call.send == nullptr) throwArgument(where + "sendbuff is NULL on the root");
+      if (call.recv == nullptr) throwArgument(where() + "recvbuff is NULL");
+      if (isRoot && call.send == nullptr) throwArgument(where() + "sendbuff is NULL on the root");
       return;
     case Collective::Reduce:
-      if (call.send == nullptr) throwArgument(where + "sendbuff is NULL");
-      if (isRoot && call.recv == nullptr) throwArgument(where + "recvbuff is NULL on the root");
+      if (call.send == nullptr) throwArgument(where() + "sendbuff is NULL");
+      if (isRoot && call.recv == nullptr) throwArgument(where() + "recvbuff is NULL on the root");
       return;
   }
   throwInternal("validate: unknown collective");

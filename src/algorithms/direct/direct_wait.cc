@@ -24,8 +24,8 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
                  const char* what, const WaitPolicy& policy) {
   // The peer is usually just behind: spin on the cache line first.
   Backoff backoff(flagBackoff(policy.spins));
-  auto start = Clock::now();
-  auto lastProgressCheck = start;
+  // Clock reads only once the wait is a real one: spinning costs nanoseconds, a clock read more.
+  Clock::time_point start, lastProgressCheck;
   for (;;) {
     if (flag.load(std::memory_order_acquire) >= target) return;
     const Backoff::Phase phase = backoff.next();
