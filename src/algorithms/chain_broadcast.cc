@@ -8,13 +8,8 @@ namespace loom::algo {
 
 Schedule chainBroadcast(const CollectiveShape& shape) {
   ScheduleBuilder builder(shape);
-  const int n = shape.nranks;
-  const int r = shape.rank;
-  const size_t bytes = shape.count * shape.elementBytes;
-  const int position = (r - shape.root + n) % n;
-  const int next = (r + 1) % n;
-  const int previous = (r - 1 + n) % n;
-  const bool hasNext = position < n - 1;
+  const auto [position, next, previous, bytes] = chainPlace(shape);
+  const bool hasNext = position < shape.nranks - 1;
 
   if (position == 0) {
     builder.add(Step{StepKind::Copy, -1, Range{Buffer::Recv, 0, bytes}, Range{Buffer::Send, 0, bytes}});

@@ -11,11 +11,7 @@ namespace loom::algo {
 Schedule chainReduce(const CollectiveShape& shape) {
   ScheduleBuilder builder(shape);
   const int n = shape.nranks;
-  const int r = shape.rank;
-  const size_t bytes = shape.count * shape.elementBytes;
-  const int position = (r - shape.root + n) % n;
-  const int towardRoot = (r - 1 + n) % n;
-  const int awayFromRoot = (r + 1) % n;
+  const auto [position, awayFromRoot, towardRoot, bytes] = chainPlace(shape);
 
   if (n == 1) {
     builder.add(Step{StepKind::Copy, -1, Range{Buffer::Recv, 0, bytes}, Range{Buffer::Send, 0, bytes}});

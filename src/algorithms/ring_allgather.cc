@@ -12,27 +12,24 @@ Schedule ringAllGather(const CollectiveShape& shape) {
   ScheduleBuilder builder(shape);
   const int n = shape.nranks;
   const int r = shape.rank;
-  const size_t blockBytes = shape.count * shape.elementBytes;
-  auto blockOffset = [&](int index) { return static_cast<size_t>(((index % n) + n) % n) * blockBytes; };
+  const RingBlocks ring = ringBlocks(shape);
 
-  builder.add(Step{StepKind::Copy, -1, Range{Buffer::Recv, blockOffset(r), blockBytes},
-                   Range{Buffer::Send, 0, blockBytes}});
+  builder.add(Step{StepKind::Copy, -1, Range{Buffer::Recv, ring.offset(r), ring.blockBytes},
+                   Range{Buffer::Send, 0, ring.blockBytes}});
   if (n == 1) return builder.finish();
 
-  const int left = (r - 1 + n) % n;
-  const int right = (r + 1) % n;
-  const size_t pieces = builder.pieceCount(blockBytes);
+  const size_t pieces = builder.pieceCount(ring.blockBytes);
   std::vector<int> lastStep(pieces, -1);
   for (int s = 0; s < n - 1; ++s) {
     std::vector<int> produced(pieces, -1);
     for (size_t p = 0; p < pieces; ++p) {
-      Range source = s == 0 ? builder.piece(Buffer::Send, 0, blockBytes, p)
-                            : builder.piece(Buffer::Recv, blockOffset(r - s), blockBytes, p);
-      Step send{StepKind::Send, right, {}, source};
+      Range source = s == 0 ? builder.piece(Buffer::Send, 0, ring.blockBytes, p)
+                            : builder.piece(Buffer::Recv, ring.offset(r - s), ring.blockBytes, p);
+      Step send{StepKind::Send, ring.right, {}, source};
       send.dependsOn = lastStep[p];
       builder.add(send);
       produced[p] = builder.add(Step{
-          StepKind::Recv, left, builder.piece(Buffer::Recv, blockOffset(r - s - 1), blockBytes, p), {}});
+          StepKind::Recv, ring.left, builder.piece(Buffer::Recv, ring.offset(r - s - 1), ring.blockBytes, p), {}});
     }
     lastStep = std::move(produced);
   }

@@ -14,18 +14,14 @@ Schedule ringReduceScatter(const CollectiveShape& shape) {
   ScheduleBuilder builder(shape);
   const int n = shape.nranks;
   const int r = shape.rank;
-  const size_t blockBytes = shape.count * shape.elementBytes;
-  auto wrap = [&](int index) { return ((index % n) + n) % n; };
-  auto blockOffset = [&](int index) { return static_cast<size_t>(wrap(index)) * blockBytes; };
+  const RingBlocks ring = ringBlocks(shape);
 
   if (n == 1) {
-    builder.add(Step{StepKind::Copy, -1, Range{Buffer::Recv, 0, blockBytes},
-                     Range{Buffer::Send, 0, blockBytes}});
+    builder.add(Step{StepKind::Copy, -1, Range{Buffer::Recv, 0, ring.blockBytes},
+                     Range{Buffer::Send, 0, ring.blockBytes}});
     return builder.finish();
   }
-  const int left = (r - 1 + n) % n;
-  const int right = (r + 1) % n;
-  const size_t pieces = builder.pieceCount(blockBytes);
+  const size_t pieces = builder.pieceCount(ring.blockBytes);
   std::vector<int> lastStep(pieces, -1);
   for (int s = 0; s < n - 1; ++s) {
     const bool last = s == n - 2;
@@ -33,26 +29,26 @@ Schedule ringReduceScatter(const CollectiveShape& shape) {
     const int recvBlock = r - s - 2;
     std::vector<int> produced(pieces, -1);
     for (size_t p = 0; p < pieces; ++p) {
-      Range source = s == 0 ? builder.piece(Buffer::Send, blockOffset(sendBlock), blockBytes, p)
-                            : builder.piece(Buffer::Scratch, blockOffset(sendBlock), blockBytes, p);
-      Step send{StepKind::Send, right, {}, source};
+      Range source = s == 0 ? builder.piece(Buffer::Send, ring.offset(sendBlock), ring.blockBytes, p)
+                            : builder.piece(Buffer::Scratch, ring.offset(sendBlock), ring.blockBytes, p);
+      Step send{StepKind::Send, ring.right, {}, source};
       send.dependsOn = lastStep[p];
       builder.add(send);
-      Range dst = last ? builder.piece(Buffer::Recv, 0, blockBytes, p)
-                       : builder.piece(Buffer::Scratch, blockOffset(recvBlock), blockBytes, p);
-      Range local = builder.piece(Buffer::Send, blockOffset(recvBlock), blockBytes, p);
-      produced[p] = builder.add(Step{StepKind::RecvReduce, left, dst, local});
+      Range dst = last ? builder.piece(Buffer::Recv, 0, ring.blockBytes, p)
+                       : builder.piece(Buffer::Scratch, ring.offset(recvBlock), ring.blockBytes, p);
+      Range local = builder.piece(Buffer::Send, ring.offset(recvBlock), ring.blockBytes, p);
+      produced[p] = builder.add(Step{StepKind::RecvReduce, ring.left, dst, local});
     }
     lastStep = std::move(produced);
   }
   if (shape.average) {
     for (size_t p = 0; p < pieces; ++p) {
-      Step divide{StepKind::Divide, -1, builder.piece(Buffer::Recv, 0, blockBytes, p), {}};
+      Step divide{StepKind::Divide, -1, builder.piece(Buffer::Recv, 0, ring.blockBytes, p), {}};
       divide.dependsOn = lastStep[p];
       builder.add(divide);
     }
   }
-  return builder.finish(n > 2 ? static_cast<size_t>(n) * blockBytes : 0);
+  return builder.finish(n > 2 ? static_cast<size_t>(n) * ring.blockBytes : 0);
 }
 
 }  // namespace loom::algo

@@ -76,6 +76,17 @@ Schedule buildSchedule(const CollectiveShape& shape) {
   return buildInRankOrder(shape);
 }
 
+RingBlocks ringBlocks(const CollectiveShape& shape) {
+  const int n = shape.nranks;
+  return RingBlocks{n, (shape.rank - 1 + n) % n, (shape.rank + 1) % n, shape.count * shape.elementBytes};
+}
+
+ChainPlace chainPlace(const CollectiveShape& shape) {
+  const int n = shape.nranks;
+  const int r = shape.rank;
+  return ChainPlace{(r - shape.root + n) % n, (r + 1) % n, (r - 1 + n) % n, shape.count * shape.elementBytes};
+}
+
 Block splitBlock(size_t count, int parts, int index) {
   const size_t base = count / parts;
   const size_t extra = count % parts;

@@ -86,6 +86,26 @@ struct Block {
 };
 Block splitBlock(size_t count, int parts, int index);
 
+// Where this rank sits on a chain that starts at shape.root and runs root, root+1, ... (mod n).
+struct ChainPlace {
+  int position;  // 0 at the root, n-1 at the far end
+  int next;      // the rank after this one (away from the root)
+  int previous;  // the rank before it (toward the root)
+  size_t bytes;  // the whole message
+};
+ChainPlace chainPlace(const CollectiveShape& shape);
+
+// A ring of n ranks that move one block per rank (all-gather, reduce-scatter): this rank's
+// neighbours, and where block `index` (any integer, taken mod n) sits in a buffer of n blocks.
+struct RingBlocks {
+  int n;
+  int left;   // receives from
+  int right;  // sends to
+  size_t blockBytes;
+  size_t offset(int index) const { return static_cast<size_t>(((index % n) + n) % n) * blockBytes; }
+};
+RingBlocks ringBlocks(const CollectiveShape& shape);
+
 // Appends steps while cutting every range into pipeline pieces of at most pieceBytes.
 class ScheduleBuilder {
  public:

@@ -117,13 +117,7 @@ class NvSwitchFold {
   explicit NvSwitchFold(System& system) : system_(system) {}
 
   int node(const std::string& switchBusId) {
-    if (index_ < 0) {
-      Node nvSwitch;
-      nvSwitch.type = NodeType::NvSwitch;
-      nvSwitch.pci.busId = switchBusId;
-      nvSwitch.pci.pciClass = "0x068000";
-      index_ = system_.addNode(std::move(nvSwitch));
-    }
+    if (index_ < 0) index_ = system_.addNvSwitch(switchBusId);
     switches_.insert(switchBusId);
     system_.node(index_).nvSwitchCount = static_cast<int>(switches_.size());
     return index_;

@@ -75,6 +75,14 @@ int System::addNode(Node node) {
   return size() - 1;
 }
 
+int System::addNvSwitch(const std::string& busId) {
+  Node nvSwitch;
+  nvSwitch.type = NodeType::NvSwitch;
+  nvSwitch.pci.busId = busId;
+  nvSwitch.pci.pciClass = "0x068000";  // PCI bridge, as NCCL writes NVSwitches
+  return addNode(std::move(nvSwitch));
+}
+
 void System::addLink(int from, int to, LinkType type, double bandwidth) {
   if (from < 0 || from >= size() || to < 0 || to >= size()) {
     throwInternal("System::addLink: node index out of range (" + std::to_string(from) + " -> " +

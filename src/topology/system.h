@@ -96,6 +96,9 @@ struct Node {
 class System {
  public:
   int addNode(Node node);  // returns its index
+  // The node every NVSwitch of the machine folds into, named by the first switch's bus id
+  // (callers create it once and count the switches in nvSwitchCount).
+  int addNvSwitch(const std::string& busId);
   // Adds a link in each direction with the same type and bandwidth.
   void connect(int a, int b, LinkType type, double bandwidth);
   // Adds (or, when one of that type exists, widens by `bandwidth`) the directed link a -> b.

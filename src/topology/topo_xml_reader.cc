@@ -351,13 +351,7 @@ class TopologyReader {
 
   // The machine's one NvSwitch node, created on first use; remembers every switch bus id.
   int nvSwitchFor(const std::string& busId) {
-    if (nvSwitch_ < 0) {
-      Node node;
-      node.type = NodeType::NvSwitch;
-      node.pci.busId = busId;
-      node.pci.pciClass = "0x068000";
-      nvSwitch_ = system_.addNode(std::move(node));
-    }
+    if (nvSwitch_ < 0) nvSwitch_ = system_.addNvSwitch(busId);
     if (switchBusIds_.insert(busId).second) {
       Node& node = system_.node(nvSwitch_);
       node.nvSwitchCount = static_cast<int>(switchBusIds_.size());

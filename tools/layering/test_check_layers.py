@@ -63,21 +63,17 @@ def main():
         for folder in COPIED:
             shutil.copytree(os.path.join(args.root, folder), os.path.join(copy, folder),
                             ignore=shutil.ignore_patterns('corpus', 'regressions', 'data'))
-        line = plant(copy, 'src/base/log.cc', '#include "core/comm.h"')
-        planted = run_check(copy)
-        expected = f'src/base/log.cc:{line}: #include "core/comm.h": base may not include core'
-        if planted.returncode != 1 or expected not in planted.stdout:
-            failures.append(f'a planted back-edge was not reported as "{expected}":\n{planted.stdout}')
-        else:
-            print('planted back-edge reported:', expected)
-
-        line = plant(copy, 'src/transport/call_tag.cc', '#include "../base/error.h"')
-        dotted = run_check(copy)
-        expected = f'src/transport/call_tag.cc:{line}: #include "../base/error.h": "../" in an include'
-        if dotted.returncode != 1 or expected not in dotted.stdout:
-            failures.append(f'a "../" include was not reported as "{expected}":\n{dotted.stdout}')
-        else:
-            print('"../" include reported:', expected)
+        # Each planted include must be reported with its file, line and reason.
+        plants = [('a planted back-edge', 'src/base/log.cc', 'core/comm.h', 'base may not include core'),
+                  ('a "../" include', 'src/transport/call_tag.cc', '../base/error.h', '"../" in an include')]
+        for what, path, spelled, reason in plants:
+            line = plant(copy, path, f'#include "{spelled}"')
+            result = run_check(copy)
+            expected = f'{path}:{line}: #include "{spelled}": {reason}'
+            if result.returncode != 1 or expected not in result.stdout:
+                failures.append(f'{what} was not reported as "{expected}":\n{result.stdout}')
+            else:
+                print(f'{what} reported: {expected}')
 
     # A table that lets two folders include each other is refused before any include is read.
     with tempfile.TemporaryDirectory() as scratch:
