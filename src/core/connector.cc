@@ -35,20 +35,6 @@ struct Connector::PeerInfo {
   int32_t numaNode;
 };
 
-namespace {
-
-// LOOM_TRANSPORT / loomConfig_t.netName as a registry name ("" = let the registry choose).
-std::string forcedTransport(TransportChoice choice) {
-  switch (choice) {
-    case TransportChoice::Auto: return "";
-    case TransportChoice::Shm: return "shm";
-    case TransportChoice::Socket: return "socket";
-  }
-  return "";
-}
-
-}  // namespace
-
 struct Connector::Facts {
   transport::TransportRegistry registry;
   std::vector<transport::Endpoint> endpoints;   // by rank
@@ -60,7 +46,7 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
     : rank_(bootstrap.rank()), connections_(bootstrap.size(), nullptr) {
   const int nranks = bootstrap.size();
   const transport::TransportRegistry registry = transport::registeredTransports();
-  const transport::TransportPolicy policy = registry.policy(forcedTransport(settings.transport), settings.shmDisabled);
+  const transport::TransportPolicy policy = registry.policy(settings.transport, settings.shmDisabled);
   std::vector<PeerInfo> peers(nranks);
   PeerInfo& mine = peers[rank_];
   std::memset(&mine, 0, sizeof(mine));

@@ -10,11 +10,12 @@ namespace loom {
 
 namespace {
 
-TransportChoice parseTransport(std::string text, const char* source) {
+// The registry name LOOM_TRANSPORT or config.netName asks for; "" for auto.
+std::string parseTransport(std::string text, const char* source) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // NCCL says "Socket"
-  if (text.empty() || text == "auto") return TransportChoice::Auto;
-  if (text == "shm") return TransportChoice::Shm;
-  if (text == "socket" || text == "tcp") return TransportChoice::Socket;
+  if (text.empty() || text == "auto") return "";
+  if (text == "shm") return "shm";
+  if (text == "socket" || text == "tcp") return "socket";
   throwArgument(std::string(source) + "=\"" + text + "\": expected shm, socket or auto");
 }
 

@@ -9,13 +9,13 @@
 
 namespace loom {
 
-enum class TransportChoice { Auto, Shm, Socket };
-
 struct CommSettings {
   int timeoutMs = 600000;        // LOOM_TIMEOUT_MS / config.timeoutMs
   bool blocking = true;          // config.blocking
   std::string commName;          // config.commName
-  TransportChoice transport = TransportChoice::Auto;  // LOOM_TRANSPORT / config.netName
+  // LOOM_TRANSPORT / config.netName: the registry name of the one transport every peer must
+  // use (transport/registry/registry.h), or "" to let the registry choose.
+  std::string transport;
   bool shmDisabled = false;      // LOOM_SHM_DISABLE=1
   int socketsPerPeer = 2;        // LOOM_SOCKET_NSOCKS / config.nChannelsPerNetPeer
   // LOOM_PIECE_BYTES: pipelining granularity; 0 = chosen at init: 128 KiB when every ring

@@ -261,7 +261,7 @@ TEST(ConfigChoices, TheOwnersActOnTheDefault) {
   const CommSettings settings = resolveSettings(nullptr);
   const topology::PathPolicy policy = topology::PathPolicy::fromEnvironment();
   const std::string printed = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(settings.transport, TransportChoice::Auto);
+  EXPECT_EQ(settings.transport, "");
   EXPECT_FALSE(settings.directDisabled);
   EXPECT_FALSE(policy.p2pLevel.has_value());
   EXPECT_FALSE(policy.netGdrLevel.has_value());
