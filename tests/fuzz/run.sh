@@ -32,18 +32,13 @@ want='#pragma once
 #define LOOM_HAVE_UCX 0'
 [ "$(cat "$config" 2>/dev/null)" = "$want" ] || printf '%s\n' "$want" >"$config"
 
-# The Loom sources the targets reach (compiled once, shared by every target).
-loom_sources=(
-  src/base/log.cc src/base/hash.cc src/base/host_identity.cc src/base/net/auth.cc src/base/net/socket.cc
-  src/base/net/peer_hello.cc
-  src/bootstrap/root_server.cc src/bootstrap/unique_id.cc
-  src/transport/call_tag.cc src/transport/socket/socket_connection.cc
-  src/transport/socket/socket_transport.cc src/transport/socket/socket_wire.cc
-  src/transport/socket/fault_injection.cc
-  src/topology/xml_document.cc src/topology/topo_xml_reader.cc src/topology/topo_xml_writer.cc
-  src/topology/system.cc src/topology/link_bandwidth.cc src/topology/graph_xml.cc src/topology/paths.cc
-  src/topology/ring_search.cc src/topology/search_engine.cc
-)
+# The Loom sources the targets reach: whole folders (every .cc of each), so a file added to one
+# of them is fuzzed with it instead of breaking the link (compiled once, shared by every target).
+loom_folders=(src/base src/base/net src/bootstrap src/transport src/transport/socket src/topology)
+loom_sources=()
+for folder in "${loom_folders[@]}"; do
+  for file in "$source_root/$folder"/*.cc; do loom_sources+=("${file#"$source_root/"}"); done
+done
 target_sources=(unique_id_target.cc bootstrap_wire_target.cc transport_wire_target.cc
                 topology_xml_target.cc)
 declare -A entry=([unique_id]=uniqueIdOneInput [bootstrap_wire]=bootstrapWireOneInput
