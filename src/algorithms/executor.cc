@@ -112,7 +112,6 @@ class Run {
       tag_.call = call.descriptor();
       tag_.describe = describeDescriptor;
     }
-    measureBuffers();
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
       if (step.kind == StepKind::Copy || step.kind == StepKind::Divide) {
@@ -158,18 +157,6 @@ class Run {
     return nullptr;
   }
 
-  // How far into each buffer the schedule reaches: what a transport registers.
-  void measureBuffers() {
-    auto reach = [&](const Range& range) {
-      size_t& extent = extent_[static_cast<int>(range.buffer)];
-      extent = std::max(extent, range.offset + range.bytes);
-    };
-    for (const Step& step : schedule_.steps) {
-      if (step.kind == StepKind::Send || step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy) reach(step.src);
-      if (step.kind != StepKind::Send) reach(step.dst);
-    }
-  }
-
   // The call's buffers registered with `transport` (once per transport and call).
   size_t registrationFor(transport::Transport& transport) {
     for (size_t i = 0; i < registered_.size(); ++i) {
@@ -177,7 +164,7 @@ class Run {
     }
     Registration registration{&transport, {}};
     for (Buffer buffer : {Buffer::Send, Buffer::Recv, Buffer::Scratch}) {
-      const size_t extent = extent_[static_cast<int>(buffer)];
+      const size_t extent = schedule_.reach[static_cast<int>(buffer)];
       if (extent > 0 && base(buffer) != nullptr) {
         registration.buffers[static_cast<int>(buffer)] = transport.registerRegion(base(buffer), extent);
       }
@@ -423,7 +410,6 @@ class Run {
   size_t remaining_ = 0;
   std::vector<int> local_;
   std::map<int, PeerLanes> lanes_;
-  size_t extent_[3] = {0, 0, 0};  // by Buffer: bytes the schedule reaches
   std::vector<Registration> registered_;
   transport::CallTag tag_;
   transport::WaitSet waits_;

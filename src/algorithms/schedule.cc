@@ -49,6 +49,7 @@ Schedule inRingOrder(const CollectiveShape& shape, const std::vector<int>& order
     relabel(step.dst);
     relabel(step.src);
   }
+  schedule.measure();  // relabelled blocks may reach elsewhere
   return schedule;
 }
 
@@ -118,7 +119,20 @@ int ScheduleBuilder::add(Step step) {
 
 Schedule ScheduleBuilder::finish(size_t scratchBytes) {
   schedule_.scratchBytes = scratchBytes;
+  schedule_.measure();
   return std::move(schedule_);
+}
+
+void Schedule::measure() {
+  for (size_t& bytes : reach) bytes = 0;
+  auto extend = [&](const Range& range) {
+    size_t& bytes = reach[static_cast<int>(range.buffer)];
+    bytes = std::max(bytes, range.offset + range.bytes);
+  };
+  for (const Step& step : steps) {
+    if (step.kind == StepKind::Send || step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy) extend(step.src);
+    if (step.kind != StepKind::Send) extend(step.dst);
+  }
 }
 
 std::string describe(const Step& step) {

@@ -46,6 +46,10 @@ struct Step {
 struct Schedule {
   std::vector<Step> steps;
   size_t scratchBytes = 0;
+  // How far the steps reach into each buffer (by Buffer): what a transport registers. Kept up
+  // to date by measure(), which ScheduleBuilder::finish and buildSchedule call.
+  size_t reach[3] = {0, 0, 0};
+  void measure();
 };
 
 
