@@ -93,6 +93,33 @@ void checkCount(size_t count, size_t multiplier, loomDataType_t type) {
   }
 }
 
+// Send and receive buffers must be disjoint or exactly the collective's in-place form (as
+// nccl.h defines it); anything in between would have the call read what it already overwrote.
+// Only the two pointers and sizes are compared: a few instructions, no allocation.
+void checkOverlap(const CallSpec& call, int rank, int nranks) {
+  const auto send = reinterpret_cast<uintptr_t>(call.send);
+  const auto recv = reinterpret_cast<uintptr_t>(call.recv);
+  const size_t block = call.count * typeSize(call.type);
+  const size_t all = block * static_cast<size_t>(nranks);
+  size_t sendBytes = block, recvBytes = block;
+  bool inPlace = send == recv;
+  if (call.collective == Collective::AllGather) {
+    recvBytes = all;
+    inPlace = send == recv + block * static_cast<size_t>(rank);
+  } else if (call.collective == Collective::ReduceScatter) {
+    sendBytes = all;
+    inPlace = recv == send + block * static_cast<size_t>(rank);
+  }
+  const bool disjoint = send + sendBytes <= recv || recv + recvBytes <= send;
+  if (inPlace || disjoint) return;
+  const long long offset = static_cast<long long>(recv - send);
+  throwArgument("rank " + std::to_string(rank) + ": " + collectiveName(call.collective) + " of " +
+                std::to_string(call.count) + " x " + typeName(call.type) +
+                ": sendbuff and recvbuff overlap (recvbuff = sendbuff " + (offset < 0 ? "- " : "+ ") +
+                std::to_string(offset < 0 ? -offset : offset) +
+                " bytes) without being the in-place form; use disjoint buffers or the exact in-place pointers");
+}
+
 }  // namespace
 
 void validate(const CallSpec& call, int rank, int nranks) {
@@ -113,14 +140,17 @@ void validate(const CallSpec& call, int rank, int nranks) {
     case Collective::AllGather:
     case Collective::ReduceScatter:
       if (call.send == nullptr || call.recv == nullptr) throwArgument(where() + "sendbuff or recvbuff is NULL");
+      checkOverlap(call, rank, nranks);
       return;
     case Collective::Broadcast:
       if (call.recv == nullptr) throwArgument(where() + "recvbuff is NULL");
       if (isRoot && call.send == nullptr) throwArgument(where() + "sendbuff is NULL on the root");
+      if (isRoot) checkOverlap(call, rank, nranks);  // only the root reads sendbuff
       return;
     case Collective::Reduce:
       if (call.send == nullptr) throwArgument(where() + "sendbuff is NULL");
       if (isRoot && call.recv == nullptr) throwArgument(where() + "recvbuff is NULL on the root");
+      if (isRoot) checkOverlap(call, rank, nranks);  // only the root writes recvbuff
       return;
   }
   throwInternal("validate: unknown collective");

@@ -31,8 +31,9 @@ algo::CallSpec describe(algo::Collective collective, const void* sendbuff, void*
 
 void issue(const algo::CallSpec& call) {
   std::shared_ptr<Communicator> comm = api::checkedComm(call.comm);
+  std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
   algo::validate(call, comm->rank(), comm->size());
-  group::issue(call, std::move(comm));
+  group::issue(call, std::move(comm), std::move(stream));
 }
 
 constexpr loomRedOp_t kNoOp = loomSum;  // collectives that do not reduce

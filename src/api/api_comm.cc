@@ -20,11 +20,7 @@ using namespace loom;
 
 namespace {
 
-loomComm_t wrap(std::unique_ptr<Communicator> impl) {
-  auto* comm = new loomComm{std::move(impl), getpid()};
-  api::registerComm(comm);
-  return comm;
-}
+loomComm_t wrap(std::unique_ptr<Communicator> impl) { return api::registerComm(std::move(impl)); }
 
 void checkRankArgs(int nranks, int rank) {
   if (nranks < 1) throwArgument("nranks " + std::to_string(nranks) + " must be >= 1");
@@ -42,13 +38,67 @@ void rejectInGroup(const char* call) {
   }
 }
 
-void initRank(loomComm_t* comm, int nranks, const loomUniqueId& id, int rank, const loomConfig_t* config) {
-  if (comm == nullptr) throwArgument("comm is NULL");
-  rejectInGroup("loomCommInitRank");
-  *comm = nullptr;
-  checkRankArgs(nranks, rank);
-  CommSettings settings = resolveSettings(config);
-  *comm = wrap(std::make_unique<Communicator>(id, nranks, rank, std::move(settings)));
+// Non-blocking init (config.blocking = 0, as in NCCL): the handle exists at once and the
+// collective part runs on its own thread; loomCommGetAsyncError reports loomInProgress until it
+// is done, and loomCommAbort stops it wherever it waits. The thread is detached: it holds its
+// own references, and destroy/abort wait for it (bounded) through PendingInit.
+loomComm_t startNonBlockingInit(std::shared_ptr<Communicator> impl) {
+  auto init = std::make_shared<api::PendingInit>();
+  const loomComm_t handle = api::registerComm(impl, init);
+  try {
+    std::thread([impl, init] {
+      try {
+        impl->connect();
+        init->finish(loomSuccess, "");
+      } catch (const Error& error) {
+        init->finish(error.code(), error.what());
+      } catch (const std::bad_alloc&) {
+        init->finish(loomSystemError, "out of memory");
+      } catch (const std::exception& error) {
+        init->finish(loomInternalError, std::string("internal error: ") + error.what());
+      }
+    }).detach();
+  } catch (...) {
+    api::unregisterComm(handle);
+    throw;
+  }
+  return handle;
+}
+
+loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, const loomUniqueId& id, int rank,
+                      const loomConfig_t* config) {
+  bool pending = false;
+  const loomResult_t result = api::guarded(function, [&] {
+    if (comm == nullptr) throwArgument("comm is NULL");
+    rejectInGroup(function);
+    *comm = nullptr;
+    checkRankArgs(nranks, rank);
+    CommSettings settings = resolveSettings(config);
+    if (settings.blocking) {
+      *comm = wrap(std::make_unique<Communicator>(id, nranks, rank, std::move(settings)));
+      return;
+    }
+    *comm = startNonBlockingInit(
+        std::make_shared<Communicator>(id, nranks, rank, std::move(settings), Communicator::Connect::Later));
+    pending = true;
+  });
+  return result == loomSuccess && pending ? loomInProgress : result;
+}
+
+// Takes the handle out of the table (one caller wins) and stops a non-blocking init still
+// running: abort makes its waits fail within milliseconds; then it is waited for, so nothing
+// of it runs after destroy/abort returns.
+api::CommEntry release(loomComm_t comm, bool abort) {
+  api::checkedCommEntry(comm);
+  std::optional<api::CommEntry> entry = api::unregisterComm(comm);
+  if (!entry) throwArgument("comm is not a live communicator (destroyed, or never created)");
+  const bool initRunning = entry->init && entry->init->state(nullptr) == loomInProgress;
+  if (abort || initRunning) entry->impl->abort();
+  if (entry->init && !entry->init->waitDone(entry->impl->settings().timeoutMs)) {
+    throw Error(loomInternalError, "the non-blocking init of communicator " + entry->impl->name() +
+                                       " did not stop after abort");
+  }
+  return *entry;
 }
 
 }  // namespace
@@ -69,12 +119,12 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
 }
 
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {
-  return api::guarded("loomCommInitRank", [&] { initRank(comm, nranks, commId, rank, nullptr); });
+  return initRank("loomCommInitRank", comm, nranks, commId, rank, nullptr);
 }
 
 loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
                                     loomConfig_t* config) {
-  return api::guarded("loomCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+  return initRank("loomCommInitRankConfig", comm, nranks, commId, rank, config);
 }
 
 loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/) {
@@ -170,9 +220,8 @@ loomResult_t loomCommFinalize(loomComm_t comm) {
 loomResult_t loomCommDestroy(loomComm_t comm) {
   if (comm == nullptr) return loomSuccess;  // as ncclCommDestroy(NULL)
   return api::guarded("loomCommDestroy", [&] {
-    api::checkedComm(comm);
     // Work still queued on streams holds its own reference and finishes first.
-    if (api::unregisterComm(comm)) delete comm;
+    release(comm, false);
   });
 }
 
@@ -181,16 +230,16 @@ loomResult_t loomCommAbort(loomComm_t comm) {
   return api::guarded("loomCommAbort", [&] {
     // A collective running on another thread sees the flag within milliseconds and fails;
     // it holds its own reference, so the communicator goes when it is done.
-    api::checkedComm(comm)->abort();
-    if (api::unregisterComm(comm)) delete comm;
+    release(comm, true);
   });
 }
 
 loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError) {
   return api::guarded("loomCommGetAsyncError", [&] {
-    auto impl = api::checkedComm(comm);
+    const api::CommEntry entry = api::checkedCommEntry(comm);
     if (asyncError == nullptr) throwArgument("asyncError is NULL");
-    *asyncError = impl->asyncError();
+    const loomResult_t init = entry.init ? entry.init->state(nullptr) : loomSuccess;
+    *asyncError = init != loomSuccess ? init : entry.impl->asyncError();
   });
 }
 

@@ -1,11 +1,4 @@
-// Version, error strings, the last error, and the registry of live communicators.
-#include <pthread.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <mutex>
-#include <unordered_set>
-
+// Version, error strings and the last error.
 #include "api/api_internal.h"
 #include "core/group.h"
 
@@ -13,24 +6,6 @@ namespace loom::api {
 
 namespace {
 thread_local std::string lastError;
-std::mutex registryMutex;
-std::unordered_set<loomComm*>& registry() {
-  static auto* live = new std::unordered_set<loomComm*>();  // never destroyed: used at exit
-  return *live;
-}
-// getpid() is a system call (glibc stopped caching it); every collective checks the caller's
-// process, so keep the pid here and refresh it in the child after fork.
-std::atomic<pid_t> cachedPid{0};
-void refreshPid() { cachedPid.store(getpid(), std::memory_order_relaxed); }
-pid_t currentPid() {
-  static const bool registered = [] {
-    refreshPid();
-    pthread_atfork(nullptr, nullptr, refreshPid);
-    return true;
-  }();
-  (void)registered;
-  return cachedPid.load(std::memory_order_relaxed);
-}
 }  // namespace
 
 void setLastError(const std::string& message) { lastError = message; }
@@ -43,35 +18,6 @@ loomResult_t fail(const char* function, loomResult_t code, const char* message) 
   } catch (...) {
   }
   return code;
-}
-
-void registerComm(loomComm* comm) {
-  std::lock_guard lock(registryMutex);
-  registry().insert(comm);
-}
-
-bool unregisterComm(loomComm* comm) {
-  std::lock_guard lock(registryMutex);
-  return registry().erase(comm) == 1;
-}
-
-std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
-  if (comm == nullptr) throwArgument(std::string(what) + " is NULL");
-  std::shared_ptr<Communicator> impl;
-  pid_t creator = 0;
-  {
-    std::lock_guard lock(registryMutex);
-    if (registry().count(comm) == 0) {
-      throwArgument(std::string(what) + " is not a live communicator (destroyed, or never created)");
-    }
-    impl = comm->impl;
-    creator = comm->creatorPid;
-  }
-  if (creator != currentPid()) {
-    throwUsage(std::string(what) + " was created by process " + std::to_string(creator) +
-               " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
-  }
-  return impl;
 }
 
 }  // namespace loom::api
@@ -106,9 +52,16 @@ const char* loomGetLastError(loomComm_t comm) {
   // Nothing failed on this thread: report the communicator's asynchronous error, if any.
   thread_local std::string asyncText;
   try {
+    const api::CommEntry entry = api::checkedCommEntry(comm);
     std::string message;
-    if (api::checkedComm(comm)->asyncError(&message) != loomSuccess) asyncText = message;
-    else asyncText.clear();
+    const loomResult_t state = entry.init ? entry.init->state(&message) : loomSuccess;
+    if (state != loomSuccess && state != loomInProgress) {
+      asyncText = message;  // the non-blocking init failed
+    } else if (state == loomSuccess && entry.impl->asyncError(&message) != loomSuccess) {
+      asyncText = message;
+    } else {
+      asyncText.clear();
+    }
   } catch (...) {
     asyncText.clear();
   }

@@ -1,12 +1,16 @@
 // Shared by the C API files: the exception boundary and handle checks.
 #pragma once
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "base/error.h"
 #include "core/comm.h"
+#include "core/stream.h"
 #include "loom.h"
 
 namespace loom::api {
@@ -37,13 +41,44 @@ loomResult_t guarded(const char* function, Body&& body) {
   }
 }
 
-// Live communicators: a destroyed or foreign handle is an error, not a crash.
-void registerComm(loomComm* comm);
-// True for the one caller that removed it (two threads destroying one handle: one wins).
-bool unregisterComm(loomComm* comm);
+// A non-blocking init (config.blocking = 0) running on its own thread; its communicator is in
+// the table from the start, so loomCommGetAsyncError and loomCommAbort can reach it.
+struct PendingInit {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  loomResult_t code = loomSuccess;
+  std::string message;
+
+  void finish(loomResult_t result, std::string text);
+  // Waits until the init thread is done, at most timeoutMs; false if it is not.
+  bool waitDone(int timeoutMs);
+  // loomInProgress, loomSuccess, or the init's error (with its message).
+  loomResult_t state(std::string* text);
+};
+
+// What a communicator handle names (api/handle_table.h).
+struct CommEntry {
+  std::shared_ptr<Communicator> impl;
+  pid_t creator = 0;
+  std::shared_ptr<PendingInit> init;  // null unless made by a non-blocking init
+};
+
+// Live communicators: a destroyed, stale, garbage or foreign handle is an error, not a crash.
+loomComm_t registerComm(std::shared_ptr<Communicator> impl, std::shared_ptr<PendingInit> init = nullptr);
+// The entry, for the one caller that removed it (two threads destroying one handle: one wins).
+std::optional<CommEntry> unregisterComm(loomComm_t comm);
 // Throws loomInvalidArgument (null/unknown/destroyed) or loomInvalidUsage (used from a
-// process other than the one that created it, e.g. after fork). The returned reference
+// process other than the one that created it, e.g. after fork).
+CommEntry checkedCommEntry(loomComm_t comm, const char* what = "comm");
+// As checkedCommEntry, for a communicator that is ready: one whose non-blocking init is still
+// running is loomInvalidUsage, one whose init failed gives that error. The returned reference
 // keeps the communicator alive even if another thread destroys the handle meanwhile.
 std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what = "comm");
+
+// Live streams, likewise. checkedStream(NULL) is null: the NULL stream is the calling thread.
+loomStream_t registerStream(std::shared_ptr<Stream> stream);
+std::shared_ptr<Stream> unregisterStream(loomStream_t stream);  // null if not live
+std::shared_ptr<Stream> checkedStream(loomStream_t stream);
 
 }  // namespace loom::api

@@ -1,3 +1,5 @@
+// Stream entry points. A stream handle names an entry of the stream table (api_handles.cc), so
+// a destroyed, stale or garbage handle is loomInvalidArgument, never a hang or a crash.
 #include "api/api_internal.h"
 #include "core/stream.h"
 
@@ -8,27 +10,36 @@ extern "C" {
 loomResult_t loomStreamCreate(loomStream_t* stream) {
   return api::guarded("loomStreamCreate", [&] {
     if (stream == nullptr) throwArgument("stream is NULL");
-    *stream = new loomStream();
+    *stream = api::registerStream(std::make_shared<Stream>());
   });
 }
 
 loomResult_t loomStreamDestroy(loomStream_t stream) {
   return api::guarded("loomStreamDestroy", [&] {
     if (stream == nullptr) throwArgument("stream is NULL");
-    delete stream;  // runs what is queued, then joins
+    std::shared_ptr<Stream> impl = api::unregisterStream(stream);
+    if (!impl) throwArgument("stream is not a live stream (destroyed, or never created)");
+    // Dropping the last reference runs what is queued, then joins the stream's thread; a call
+    // being enqueued on another thread right now holds a reference and finishes that instead.
   });
 }
 
 loomResult_t loomStreamSynchronize(loomStream_t stream) {
-  if (stream == nullptr) return loomSuccess;  // the NULL stream is always synchronous
-  std::string message;
-  loomResult_t result = stream->impl.synchronize(&message);
-  return result == loomSuccess ? result : api::fail("loomStreamSynchronize", result, message.c_str());
+  return api::guarded("loomStreamSynchronize", [&] {
+    std::shared_ptr<Stream> impl = api::checkedStream(stream);
+    if (!impl) return;  // the NULL stream is always synchronous
+    std::string message;
+    const loomResult_t result = impl->synchronize(&message);
+    if (result != loomSuccess) throw Error(result, message);
+  });
 }
 
 loomResult_t loomStreamQuery(loomStream_t stream) {
   if (stream == nullptr) return loomSuccess;
-  return stream->impl.idle() ? loomSuccess : loomInProgress;  // neither allocates nor throws
+  std::shared_ptr<Stream> impl;
+  const loomResult_t checked = api::guarded("loomStreamQuery", [&] { impl = api::checkedStream(stream); });
+  if (checked != loomSuccess) return checked;
+  return impl->idle() ? loomSuccess : loomInProgress;
 }
 
 }  // extern "C"

@@ -6,15 +6,22 @@ namespace loom {
 
 bool CallOrder::waitForTurn(uint64_t ticket, int timeoutMs, const std::atomic<bool>& stop) {
   if (served_.load(std::memory_order_acquire) == ticket && !stop.load()) return true;
+  if (failed()) return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   // Register first, then look (under the lock): pairs with endTurn's store-then-look.
   turnWaiters_.fetch_add(1, std::memory_order_seq_cst);
   std::unique_lock lock(turnMutex_);
   const bool woken = turnChanged_.wait_until(lock, deadline, [&] {
-    return served_.load(std::memory_order_seq_cst) == ticket || stop.load();
+    return served_.load(std::memory_order_seq_cst) == ticket || stop.load() || failed();
   });
   turnWaiters_.fetch_sub(1, std::memory_order_seq_cst);
-  return woken;
+  if (woken && !failed()) return true;
+  if (!woken) {
+    // Timed out: the turn this call waits for may never come, nor any after it.
+    failed_.store(true, std::memory_order_release);
+    turnChanged_.notify_all();
+  }
+  return false;
 }
 
 void CallOrder::endTurn(uint64_t ticket) {

@@ -7,6 +7,16 @@
 // The turn: ticket t runs once `served_` == t. The holder of a ticket whose turn has come
 // checks that with one atomic load (the common, uncontended case); only threads that must wait
 // take the mutex, and the finishing call notifies only when someone waits.
+//
+// Issuing: taking a ticket and queueing the call (on a stream, or in the running thread) are
+// one step inside beginIssue/endIssue, so a stream's FIFO order is always its turn order (two
+// threads taking tickets 5 and 6 and queueing them as 6, 5 would leave the stream thread
+// waiting on 6 for a turn that sits behind it). A second thread arriving while the step is
+// held is concurrent issue: it is refused, not queued, since the pairing across ranks would
+// depend on which thread won on each rank.
+//
+// A failed wait: once a call's wait for its turn times out, the turn it waited for may never
+// come, so every later wait fails at once (failed()) instead of each waiting a full timeout.
 #pragma once
 
 #include <atomic>
@@ -18,11 +28,16 @@ namespace loom {
 
 class CallOrder {
  public:
+  // False if another thread is inside its issuing step on this communicator right now.
+  bool beginIssue() { return !issuing_.exchange(true, std::memory_order_acquire); }
+  void endIssue() { issuing_.store(false, std::memory_order_release); }
   // Every ticket must be run (or its turn ended) exactly once.
   uint64_t takeTicket() { return nextTicket_.fetch_add(1); }
-  // Returns once `ticket`'s turn has come or `stop` is set; false if neither happened within
-  // timeoutMs.
+  // Returns true once `ticket`'s turn has come or `stop` is set; false if neither happened
+  // within timeoutMs, and at once (for every ticket) after any wait has timed out.
   bool waitForTurn(uint64_t ticket, int timeoutMs, const std::atomic<bool>& stop);
+  // A wait for a turn has timed out: the order is broken for good.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
   void endTurn(uint64_t ticket);
   // Wakes waiting calls so they see a stop flag set just before: a call waiting behind one that
   // cannot end (queued on a stream that is stuck elsewhere) would otherwise sleep to its timeout.
@@ -42,6 +57,8 @@ class CallOrder {
   std::atomic<uint64_t> nextTicket_{0};
   std::atomic<uint64_t> served_{0};  // tickets whose call has finished (or failed)
   std::atomic<int> turnWaiters_{0};
+  std::atomic<bool> issuing_{false};
+  std::atomic<bool> failed_{false};
   uint64_t sequence_ = 0;  // touched only by the turn holder
 
   std::atomic<int> pendingAsync_{0};

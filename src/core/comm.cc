@@ -16,13 +16,20 @@
 
 namespace loom {
 
-Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings)
-    : rank_(rank), nranks_(nranks), settings_(std::move(settings)) {
+Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings, Connect when)
+    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), id_(id) {
   const UniqueIdContents contents = decodeUniqueId(id);
   char uid[17];
   std::snprintf(uid, sizeof(uid), "%016llx", static_cast<unsigned long long>(contents.commUid));
   name_ = settings_.commName.empty() ? std::string(uid) : settings_.commName;
+  if (when == Connect::Now) connect();
+}
+
+void Communicator::connect() {
+  const UniqueIdContents contents = decodeUniqueId(id_);
+  const int rank = rank_, nranks = nranks_;
   log::setThreadRank(rank);
+  if (aborted()) throw Error(loomInvalidUsage, "rank " + std::to_string(rank) + ": init was aborted");
   LOOM_INFO(INIT, "comm %s: init rank %d of %d", name_.c_str(), rank, nranks);
 
   BootstrapOptions options;
@@ -50,7 +57,18 @@ void Communicator::revoke() {
 
 void Communicator::waitForTurn(uint64_t ticket, const algo::CallSpec& call) {
   // Aborted or revoked: run() refuses the call with that error; no timeout, nothing recorded.
+  const bool othersFailedFirst = order_.failed();
   if (order_.waitForTurn(ticket, settings_.timeoutMs, *errors_.callStopFlag()) || aborted()) return;
+  if (othersFailedFirst) {
+    // An earlier call's wait timed out, so this call's turn cannot come either: fail at once
+    // with that error (recorded just after the order broke, so it may still be on its way).
+    std::string earlier;
+    const loomResult_t code = errors_.asyncError(&earlier);
+    throw Error(code != loomSuccess && code != loomInProgress ? code : loomSystemError,
+                "rank " + std::to_string(rank_) + ": " + algo::collectiveName(call.collective) +
+                    " failed at once: an earlier call on this communicator timed out waiting for its turn" +
+                    (earlier.empty() ? std::string() : ": " + earlier));
+  }
   const std::string message = "rank " + std::to_string(rank_) + ": " + algo::collectiveName(call.collective) +
                               " timed out after " + std::to_string(settings_.timeoutMs) +
                               " ms waiting for earlier calls on this communicator";

@@ -30,7 +30,12 @@ namespace loom {
 class Communicator {
  public:
   // Collective over the nranks ranks that share `id`: bootstrap, peer discovery, transports.
-  Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings);
+  // With Connect::Later the constructor only records its arguments and connect() does the
+  // collective part, so a non-blocking init can run it on another thread while abort() (from
+  // any thread) ends it promptly.
+  enum class Connect { Now, Later };
+  Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings, Connect when = Connect::Now);
+  void connect();
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -44,6 +49,10 @@ class Communicator {
   // them: issuing takes a ticket, and run() waits for its turn. Every ticket must be run
   // exactly once.
   uint64_t takeTicket() { return order_.takeTicket(); }
+  // The issuing step around takeTicket and queueing (core/call_order.h); false: another thread
+  // is inside it right now (concurrent issue).
+  bool beginIssue() { return order_.beginIssue(); }
+  void endIssue() { order_.endIssue(); }
   // Runs one call to completion on the calling thread. After a failure the communicator is
   // unusable (its connections may hold half a message): every later call fails with the first
   // error, which loomCommGetAsyncError also reports.
@@ -92,14 +101,7 @@ class Communicator {
   std::unique_ptr<Connector> links_;
   ScheduleCache schedules_;
   uint32_t shrinks_ = 0;  // shrink epochs, to tell offers apart
+  loomUniqueId id_;        // kept for connect()
 };
 
 }  // namespace loom
-
-// The opaque handle of the C API.
-// Shared ownership: queued stream work and a collective running on another thread keep the
-// communicator alive after loomCommDestroy/Abort releases the handle's reference.
-struct loomComm {
-  std::shared_ptr<loom::Communicator> impl;
-  pid_t creatorPid;
-};

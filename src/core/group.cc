@@ -15,6 +15,30 @@ namespace {
 struct Queued {
   algo::CallSpec call;
   std::shared_ptr<Communicator> comm;
+  std::shared_ptr<Stream> stream;  // null: the NULL stream
+};
+
+// The issuing step of some communicators, held for the scope: refused (loomInvalidUsage) if
+// another thread is inside its own issuing step on one of them right now.
+class IssueSteps {
+ public:
+  void enter(Communicator& comm) {
+    if (!comm.beginIssue()) {
+      throwUsage("rank " + std::to_string(comm.rank()) + ": concurrent issue on communicator " + comm.name() +
+                 ": another thread is inside a call on it at this instant, so the call was not queued. Calls "
+                 "pair across ranks in the order they enter Loom on each rank; threads sharing a communicator "
+                 "must order their calls themselves (NCCL forbids concurrent use of one communicator)");
+    }
+    held_.push_back(&comm);
+  }
+  ~IssueSteps() { release(); }
+  void release() {
+    for (Communicator* comm : held_) comm->endIssue();
+    held_.clear();
+  }
+
+ private:
+  std::vector<Communicator*> held_;
 };
 
 struct GroupState {
@@ -38,17 +62,30 @@ void noteFailure(loomResult_t code, const std::string& message) {
   }
 }
 
-void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm) {
+void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::shared_ptr<Stream> stream) {
   if (active()) {
-    state.queued.push_back(Queued{call, std::move(comm)});
+    state.queued.push_back(Queued{call, std::move(comm), std::move(stream)});
     return;
   }
-  const uint64_t ticket = comm->takeTicket();
-  if (call.stream == nullptr) {
+  if (stream == nullptr) {
+    uint64_t ticket;
+    {
+      IssueSteps step;
+      step.enter(*comm);
+      ticket = comm->takeTicket();
+    }
     comm->run(call, ticket);
     return;
   }
-  call.stream->impl.enqueue({CallBatch{std::move(comm), {{call, ticket}}}});
+  // Built before the turn is taken: nothing that can fail lies between the ticket and the queue.
+  std::vector<CallBatch> item(1);
+  item.front().calls.reserve(1);
+  Communicator& target = *comm;
+  item.front().comm = std::move(comm);
+  IssueSteps step;
+  step.enter(target);
+  item.front().calls.emplace_back(call, target.takeTicket());
+  stream->enqueue(std::move(item));
 }
 
 void end() {
@@ -65,10 +102,19 @@ void end() {
                              " queued calls ran: " + failureMessage);
   }
 
+  // Every communicator's issuing step is held while the tickets are taken and the stream items
+  // queued, so each stream's order is its communicators' turn order.
+  std::map<Communicator*, bool> involved;
+  for (const Queued& queued : calls) involved[queued.comm.get()] = true;
+  IssueSteps steps;
+  for (auto& [comm, unused] : involved) steps.enter(*comm);
+
   // Tickets in issue order, then per stream (NULL included) one batch per communicator.
-  std::map<loomStream_t, std::map<Communicator*, CallBatch>> perStream;
+  std::map<Stream*, std::map<Communicator*, CallBatch>> perStream;
+  std::map<Stream*, std::shared_ptr<Stream>> streams;
   for (Queued& queued : calls) {
-    CallBatch& batch = perStream[queued.call.stream][queued.comm.get()];
+    CallBatch& batch = perStream[queued.stream.get()][queued.comm.get()];
+    if (queued.stream) streams[queued.stream.get()] = queued.stream;
     batch.comm = queued.comm;
     batch.calls.emplace_back(queued.call, queued.comm->takeTicket());
   }
@@ -78,8 +124,9 @@ void end() {
     return batches;
   };
   for (auto& [stream, byComm] : perStream) {
-    if (stream != nullptr) stream->impl.enqueue(batchesOf(byComm));
+    if (stream != nullptr) streams[stream]->enqueue(batchesOf(byComm));
   }
+  steps.release();
   if (auto it = perStream.find(nullptr); it != perStream.end()) runBatches(batchesOf(it->second));
 }
 

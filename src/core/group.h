@@ -17,15 +17,19 @@
 
 namespace loom {
 class Communicator;
+class Stream;
 }
 
 namespace loom::group {
 
 bool active();  // the calling thread is between GroupStart and GroupEnd
 void start();
-// Outside a group: runs the call now, or enqueues it on its stream (call.stream). Inside: queues
-// it. `comm` is the communicator the call's handle names.
-void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm);
+// Outside a group: runs the call now, or enqueues it on `stream` (the stream call.stream names;
+// null for the NULL stream). Inside: queues it. `comm` is the communicator the call's handle
+// names. Taking the turn and queueing are one step per communicator (core/call_order.h): a
+// second thread inside that step on the same communicator gets loomInvalidUsage, and its call
+// is not queued.
+void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::shared_ptr<Stream> stream);
 // A call inside the group failed its checks: GroupEnd will fail and run nothing.
 void noteFailure(loomResult_t code, const std::string& message);
 // Issues everything queued (when the outermost group ends); throws the first failure.

@@ -46,7 +46,3 @@ class Stream {
 };
 
 }  // namespace loom
-
-struct loomStream {
-  loom::Stream impl;
-};

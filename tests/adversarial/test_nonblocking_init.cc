@@ -87,8 +87,10 @@ TEST(NonBlockingInit, ReturnsInProgressAtOnceThenBecomesReady) {
 // The peer never comes: loomCommAbort ends the init at once, whatever it is doing, and a
 // second rank-0 init with the same settings can follow.
 TEST(NonBlockingInit, AbortEndsAnInitThatCannotComplete) {
-  auto outcomes = runRanksWithUniqueId(1, [&](int, const loomUniqueId& id) {
+  auto outcomes = runRanksWithUniqueId(1, [&](int, const loomUniqueId&) {
     for (int delayMs : {0, 1, 20, 200}) {
+      loomUniqueId id;  // a fresh job each time: the last one's root has seen a rank 0 already
+      LOOM_REQUIRE(loomGetUniqueId(&id) == loomSuccess, loomGetLastError(nullptr));
       loomConfig_t config = LOOM_CONFIG_INITIALIZER;
       config.blocking = 0;
       config.timeoutMs = 600000;  // only the abort can end it in time

@@ -1,0 +1,143 @@
+// The tables of live communicators and streams (api/handle_table.h), and the checks every entry
+// point makes on the handles it is given.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "api/api_internal.h"
+#include "api/handle_table.h"
+
+namespace loom::api {
+
+namespace {
+
+// Never destroyed: handles are used by atexit handlers and by threads still running at exit.
+HandleTable<CommEntry>& comms() {
+  static auto* table = new HandleTable<CommEntry>(0xc1);
+  return *table;
+}
+struct StreamEntry {
+  std::shared_ptr<Stream> stream;
+  pid_t creator = 0;
+};
+HandleTable<StreamEntry>& streams() {
+  static auto* table = new HandleTable<StreamEntry>(0x51);
+  return *table;
+}
+
+// getpid() is a system call (glibc stopped caching it); every collective checks the caller's
+// process, so keep the pid here and refresh it in the child after fork.
+std::atomic<pid_t> cachedPid{0};
+void refreshPid() { cachedPid.store(getpid(), std::memory_order_relaxed); }
+pid_t currentPid() {
+  static const bool registered = [] {
+    refreshPid();
+    pthread_atfork(nullptr, nullptr, refreshPid);
+    return true;
+  }();
+  (void)registered;
+  return cachedPid.load(std::memory_order_relaxed);
+}
+
+void checkProcess(pid_t creator, const char* what) {
+  if (creator != currentPid()) {
+    throwUsage(std::string(what) + " was created by process " + std::to_string(creator) +
+               " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
+  }
+}
+
+}  // namespace
+
+void PendingInit::finish(loomResult_t result, std::string text) {
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+    code = result;
+    message = std::move(text);
+  }
+  finished.notify_all();
+}
+
+bool PendingInit::waitDone(int timeoutMs) {
+  std::unique_lock lock(mutex);
+  return finished.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return done; });
+}
+
+loomResult_t PendingInit::state(std::string* text) {
+  std::lock_guard lock(mutex);
+  if (!done) return loomInProgress;
+  if (text != nullptr) *text = message;
+  return code;
+}
+
+loomComm_t registerComm(std::shared_ptr<Communicator> impl, std::shared_ptr<PendingInit> init) {
+  const std::optional<uintptr_t> handle = comms().add(CommEntry{std::move(impl), currentPid(), std::move(init)});
+  if (!handle) throw Error(loomSystemError, "too many live communicators (16777216)");
+  return reinterpret_cast<loomComm_t>(*handle);
+}
+
+std::optional<CommEntry> unregisterComm(loomComm_t comm) {
+  return comms().remove(reinterpret_cast<uintptr_t>(comm));
+}
+
+CommEntry checkedCommEntry(loomComm_t comm, const char* what) {
+  if (comm == nullptr) throwArgument(std::string(what) + " is NULL");
+  CommEntry entry;
+  const bool live = comms().find(reinterpret_cast<uintptr_t>(comm), [&](const CommEntry& found) { entry = found; });
+  if (!live) throwArgument(std::string(what) + " is not a live communicator (destroyed, or never created)");
+  checkProcess(entry.creator, what);
+  return entry;
+}
+
+std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
+  if (comm == nullptr) throwArgument(std::string(what) + " is NULL");
+  std::shared_ptr<Communicator> impl;
+  std::shared_ptr<PendingInit> init;
+  pid_t creator = 0;
+  // The common case copies one shared pointer under the table's lock, as before handles were
+  // numbers; a non-blocking init's state is looked at only when there is one.
+  const bool live = comms().find(reinterpret_cast<uintptr_t>(comm), [&](const CommEntry& found) {
+    impl = found.impl;
+    creator = found.creator;
+    if (found.init) init = found.init;
+  });
+  if (!live) throwArgument(std::string(what) + " is not a live communicator (destroyed, or never created)");
+  checkProcess(creator, what);
+  if (init) {
+    std::string message;
+    const loomResult_t state = init->state(&message);
+    if (state == loomInProgress) {
+      throwUsage(std::string(what) + " " + impl->name() + " is still initialising (non-blocking init): poll " +
+                 "loomCommGetAsyncError until it returns loomSuccess");
+    }
+    if (state != loomSuccess) throw Error(state, std::string(what) + " failed to initialise: " + message);
+  }
+  return impl;
+}
+
+loomStream_t registerStream(std::shared_ptr<Stream> stream) {
+  const std::optional<uintptr_t> handle = streams().add(StreamEntry{std::move(stream), currentPid()});
+  if (!handle) throw Error(loomSystemError, "too many live streams (16777216)");
+  return reinterpret_cast<loomStream_t>(*handle);
+}
+
+std::shared_ptr<Stream> unregisterStream(loomStream_t stream) {
+  std::optional<StreamEntry> entry = streams().remove(reinterpret_cast<uintptr_t>(stream));
+  if (!entry) return nullptr;
+  checkProcess(entry->creator, "stream");
+  return std::move(entry->stream);
+}
+
+std::shared_ptr<Stream> checkedStream(loomStream_t stream) {
+  if (stream == nullptr) return nullptr;
+  StreamEntry entry;
+  if (!streams().find(reinterpret_cast<uintptr_t>(stream), [&](const StreamEntry& found) { entry = found; })) {
+    throwArgument("stream is not a live stream (destroyed, or never created)");
+  }
+  checkProcess(entry.creator, "stream");
+  return std::move(entry.stream);
+}
+
+}  // namespace loom::api
