@@ -211,6 +211,7 @@ TEST(InitFailures, AbsurdNranksFailsFastWithSmallMemory) {
 // serves a 2-rank communicator is refused without sizing anything by its own claim.
 TEST(InitFailures, RankClaimingALargerNranksThanTheRootFailsWithSmallMemory) {
   Event joined;
+  Event checked;  // rank 0's process hosts the root: it stays until rank 1 has its answer
   auto outcomes = runRanksWithUniqueId(2, [&](int rank, const loomUniqueId& id) {
     useDefaultTimeout();
     loomConfig_t config = LOOM_CONFIG_INITIALIZER;
@@ -221,6 +222,7 @@ TEST(InitFailures, RankClaimingALargerNranksThanTheRootFailsWithSmallMemory) {
       joined.post();
       const loomResult_t result = loomCommInitRankConfig(&comm, 2, id, 0, &config);
       LOOM_REQUIRE(result == loomInvalidUsage, loomGetLastError(nullptr));
+      checked.await("rank 1 checked");
       return;
     }
     joined.await("rank 0 started");
@@ -230,6 +232,7 @@ TEST(InitFailures, RankClaimingALargerNranksThanTheRootFailsWithSmallMemory) {
     const double seconds = secondsSince(start);
     const long grownKb = maxRssKb() - rssBefore;
     const std::string message = loomGetLastError(nullptr);
+    checked.post();
     LOOM_REQUIRE(result == loomInvalidUsage, std::to_string(result) + ": " + message);
     LOOM_REQUIRE(message.find("nranks mismatch") != std::string::npos, message);
     LOOM_REQUIRE(seconds < kPromptSeconds, "took " + std::to_string(seconds) + " s");
