@@ -310,8 +310,9 @@ std::vector<sockaddr_storage> exchangeWithRoot(const UniqueIdContents& id, int r
       throwUsage(who + ": " + root + " no longer accepts ranks (connection refused for " +
                  std::to_string(kRefusedGraceMs) +
                  " ms): the communicator of this uniqueId has already formed with the nranks "
-                 "its first ranks declared, or has ended, or the root's process exited. A "
-                 "uniqueId serves one communicator; get a new one (loomGetUniqueId) per job");
+                 "its first ranks declared, or has ended, or the root's process exited (or a "
+                 "firewall rejects the port). A uniqueId serves one communicator; get a new one "
+                 "(loomGetUniqueId) per job");
     }
     sock = std::move(*connected);
   }
