@@ -22,8 +22,13 @@ namespace {
 
 loomComm_t wrap(std::unique_ptr<Communicator> impl) { return api::registerComm(std::move(impl)); }
 
+// Before anything is sized by nranks (finding 9 of issue 14: 2^28 used to grow 2 GB first).
 void checkRankArgs(int nranks, int rank) {
   if (nranks < 1) throwArgument("nranks " + std::to_string(nranks) + " must be >= 1");
+  if (nranks > kMaxRanks) {
+    throwArgument("nranks " + std::to_string(nranks) + " is too large: Loom serves at most " +
+                  std::to_string(kMaxRanks) + " ranks per communicator");
+  }
   if (rank < 0 || rank >= nranks) {
     throwArgument("rank " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
   }

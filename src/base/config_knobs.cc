@@ -113,14 +113,15 @@ constexpr Entry kEntries[] = {
      .format = kPath,
      .doc = "NCCL/RCCL topology XML describing the machine. Every rank reads it, and the ring "
             "follows the searched ring (local rank i = GPU dev i). Ranks given different files "
-            "fail init"},
+            "fail init. A regular file of at most 64 MiB"},
     {.knob = Knob::TopoDumpFile, .name = "LOOM_TOPO_DUMP_FILE", .type = Type::Text,
      .scope = Scope::Library, .format = kPath,
      .doc = "rank 0 writes the machine model (this host's, discovered with hwloc and sysfs, or "
             "the loaded file's) as NCCL topology XML"},
     {.knob = Knob::GraphFile, .name = "LOOM_GRAPH_FILE", .type = Type::Text,
      .scope = Scope::Library, .format = kPath,
-     .doc = "NCCL graph XML: use these rings and trees instead of searching"},
+     .doc = "NCCL graph XML: use these rings and trees instead of searching. A regular file of "
+            "at most 64 MiB"},
     {.knob = Knob::GraphDumpFile, .name = "LOOM_GRAPH_DUMP_FILE", .type = Type::Text,
      .scope = Scope::Library, .format = kPath,
      .doc = "rank 0 writes the rings and trees as NCCL graph XML"},

@@ -106,6 +106,10 @@ EnvJob readEnvJob() {
                   "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun), OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE + LOOM_COMM_ID (mpirun) "
                   "or SLURM_PROCID/SLURM_NTASKS + LOOM_COMM_ID (srun)");
   }
+  if (job.nranks > kMaxRanks) {
+    throwArgument("loomCommInitFromEnv (" + job.launcher + "): a world of size " + std::to_string(job.nranks) +
+                  " is too large: Loom serves at most " + std::to_string(kMaxRanks) + " ranks");
+  }
   if (job.nranks < 1 || job.rank >= job.nranks) {
     throwArgument("loomCommInitFromEnv (" + job.launcher + "): rank " + std::to_string(job.rank) +
                   " is not in a world of size " + std::to_string(job.nranks));
@@ -129,6 +133,7 @@ UniqueIdContents envUniqueId(const EnvJob& job) {
   contents.rootAddress = job.rootAddress;
   contents.secret = job.secret;
   contents.commUid = auth::deriveCommUid(job.secret);  // as startRootServer derives it
+  contents.rootMayStartLate = true;  // the launcher starts every rank at about the same time
   return contents;
 }
 

@@ -29,9 +29,11 @@ constexpr size_t kReplyHeaderBytes = 16;
 constexpr uint16_t kStatusOk = 0;
 constexpr uint16_t kStatusError = 1;    // the ranks disagree (usage error)
 constexpr uint16_t kStatusTimedOut = 2; // not every rank joined in time (system error)
-constexpr int kMaxRanks = 1 << 20;
 constexpr size_t kMaxErrorBytes = 4096;
 constexpr int kReplyTimeoutMs = 10000;
+// How long a refused connection to a root that was up (see UniqueIdContents::rootMayStartLate)
+// is retried: long enough to ride out a full accept queue, short enough to fail init promptly.
+constexpr int64_t kRefusedGraceMs = 1000;
 
 // Serves the rendezvous of one communicator, then ends.
 class RootServer {
@@ -293,9 +295,27 @@ std::vector<sockaddr_storage> exchangeWithRoot(const UniqueIdContents& id, int r
                                                const BootstrapOptions& options,
                                                net::Deadline deadline, const std::string& who) {
   const std::string root = "the root at " + addressToString(id.rootAddress);
-  net::Socket sock =
-      net::connectWithRetry(id.rootAddress, deadline, options.timeoutMs, options.abortFlag,
-                            who + ": bootstrap connect to the root");
+  const std::string connecting = who + ": bootstrap connect to the root";
+  net::Socket sock;
+  if (id.rootMayStartLate) {
+    sock = net::connectWithRetry(id.rootAddress, deadline, options.timeoutMs, options.abortFlag,
+                                 connecting);
+  } else {
+    std::optional<net::Socket> connected =
+        net::connectUnlessRefused(id.rootAddress, deadline, kRefusedGraceMs, options.timeoutMs,
+                                  options.abortFlag, connecting);
+    if (!connected) {
+      // The root closes its port once every rank of its communicator has joined (or its
+      // process ended): whoever comes later would otherwise retry until the timeout.
+      throwUsage(who + ": " + root + " no longer accepts ranks (connection refused for " +
+                 std::to_string(kRefusedGraceMs) +
+                 " ms): the communicator of this uniqueId has already formed with the nranks "
+                 "its first ranks declared, or has ended, or the root's process exited (or a "
+                 "firewall rejects the port). A uniqueId serves one communicator; get a new one "
+                 "(loomGetUniqueId) per job");
+    }
+    sock = std::move(*connected);
+  }
   auth::authenticateClient(sock.fd(), id.secret, auth::Purpose::RootRendezvous, deadline,
                            options.abortFlag, who + ": " + root);
   uint8_t hello[kRankHelloBytes] = {};

@@ -234,7 +234,9 @@ class SocketBootstrap final : public Bootstrap {
 
 std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int rank, int nranks,
                                                  const BootstrapOptions& options) {
-  if (nranks < 1) throwArgument("nranks " + std::to_string(nranks) + " must be at least 1");
+  if (nranks < 1 || nranks > kMaxRanks) {
+    throwArgument("nranks " + std::to_string(nranks) + " must be in [1, " + std::to_string(kMaxRanks) + "]");
+  }
   if (rank < 0 || rank >= nranks) {
     throwArgument("rank " + std::to_string(rank) + " is out of range for nranks " +
                   std::to_string(nranks));

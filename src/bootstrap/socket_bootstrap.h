@@ -18,7 +18,17 @@ struct UniqueIdContents {
   sockaddr_storage rootAddress{};  // the rendezvous listener (IPv4 or IPv6)
   Secret secret{};                 // every connection must prove it knows this
   uint64_t commUid = 0;            // random; names this communicator's shm segments
+  // Set for env-based init (loomCommInitFromEnv), where ranks may start before rank 0 opens
+  // the root: they retry a refused connection until their timeout. Otherwise the root was up
+  // when the id was made, and a refusal (after a short grace) means it is gone for good.
+  bool rootMayStartLate = false;
 };
+
+// The most ranks one communicator may have. The root holds a socket (a file descriptor) per
+// rank until all have joined, and every rank keeps a table of all listener addresses; 65536
+// keeps both within what one process and the bootstrap ring serve in reasonable time. Checked
+// by the API before anything is sized by nranks.
+constexpr int kMaxRanks = 1 << 16;
 
 loomUniqueId encodeUniqueId(const UniqueIdContents& contents);
 // Throws loom::Error(loomInvalidArgument) with a clear message on a malformed id.

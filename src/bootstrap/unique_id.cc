@@ -1,5 +1,5 @@
 // The 128-byte loomUniqueId. Layout (little-endian integers):
-//   0  magic "LMID" u32      4  version u16      6  reserved u16 (0)
+//   0  magic "LMID" u32      4  version u16      6  flags u16 (kFlagRootMayStartLate)
 //   8  root address (24-byte wire encoding: family, port, scope id, IP)
 //   32 secret[16]            48 commUid u64      56 check u64      64..127 zero
 // `check` is SipHash of bytes 0..55 under a fixed public key: not a security measure (the
@@ -23,6 +23,10 @@ constexpr size_t kSecretOffset = 32;
 constexpr size_t kCommUidOffset = 48;
 constexpr size_t kCheckOffset = 56;
 constexpr size_t kUsedBytes = 64;
+constexpr size_t kFlagsOffset = 6;
+// Ids from loomGetUniqueId carry no flag (as ids did when the field was reserved), so every
+// release reads the others' ids alike.
+constexpr uint16_t kFlagRootMayStartLate = 1;
 static_assert(kAddressOffset + net::kWireAddressBytes == kSecretOffset);
 static_assert(kUsedBytes <= LOOM_UNIQUE_ID_BYTES);
 
@@ -50,6 +54,7 @@ loomUniqueId encodeUniqueId(const UniqueIdContents& contents) {
   auto* bytes = reinterpret_cast<uint8_t*>(id.internal);
   net::putU32(bytes, kIdMagic);
   net::putU16(bytes + 4, kIdVersion);
+  net::putU16(bytes + kFlagsOffset, contents.rootMayStartLate ? kFlagRootMayStartLate : 0);
   net::encodeWireAddress(contents.rootAddress, bytes + kAddressOffset);
   std::memcpy(bytes + kSecretOffset, contents.secret.data(), contents.secret.size());
   net::putU64(bytes + kCommUidOffset, contents.commUid);
@@ -64,7 +69,8 @@ UniqueIdContents decodeUniqueId(const loomUniqueId& id) {
     invalid("version " + std::to_string(net::getU16(bytes + 4)) + ", this library reads version " +
             std::to_string(kIdVersion));
   }
-  if (net::getU16(bytes + 6) != 0) invalid("reserved bytes are not zero");
+  const uint16_t flags = net::getU16(bytes + kFlagsOffset);
+  if ((flags & ~kFlagRootMayStartLate) != 0) invalid("unknown flags " + std::to_string(flags));
   for (size_t i = kUsedBytes; i < LOOM_UNIQUE_ID_BYTES; ++i) {
     if (bytes[i] != 0) invalid("trailing bytes are not zero");
   }
@@ -84,6 +90,7 @@ UniqueIdContents decodeUniqueId(const loomUniqueId& id) {
   std::memcpy(contents.secret.data(), bytes + kSecretOffset, contents.secret.size());
   contents.commUid = net::getU64(bytes + kCommUidOffset);
   if (contents.commUid == 0) invalid("commUid is 0");
+  contents.rootMayStartLate = (flags & kFlagRootMayStartLate) != 0;
   return contents;
 }
 

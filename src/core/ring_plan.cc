@@ -20,7 +20,12 @@ std::unique_ptr<topology::TopologyResult> loadTopology(int rank, const std::stri
   try {
     topology = topology::analyzeTopology(request);
   } catch (const Error& error) {
-    throw Error(error.code(), "rank " + std::to_string(rank) + ": topology: " + error.what());
+    // Name the variables: the user set them, and the reader's message names only the file.
+    std::string given;
+    if (!request.topoFile.empty()) given += "LOOM_TOPO_FILE=" + request.topoFile;
+    if (!request.graphFile.empty()) given += (given.empty() ? "" : ", ") + std::string("LOOM_GRAPH_FILE=") + request.graphFile;
+    throw Error(error.code(), "rank " + std::to_string(rank) + ": topology" + (given.empty() ? "" : " (" + given + ")") +
+                                  ": " + error.what());
   }
   const topology::System& system = topology->system;
   LOOM_INFO(GRAPH, "comm %s: topology %s: %zu CPU, %zu GPU, %zu NIC, %zu NET", commName.c_str(),

@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "base/error.h"
+#include "topology/bounded_file.h"
 #include "topology/xml_document.h"
 
 namespace loom::topology {
@@ -188,12 +188,7 @@ std::vector<Graph> parseGraphXml(const std::string& text, const std::string& sou
 }
 
 std::vector<Graph> readGraphFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throwArgument("cannot open graph file '" + path + "': " + errnoText(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throwArgument("cannot read graph file '" + path + "'");
-  return parseGraphXml(text.str(), path);
+  return parseGraphXml(readBoundedFile(path, "graph file", kMaxXmlBytes), path);
 }
 
 void writeGraphFile(const std::vector<Graph>& graphs, const std::string& path) {

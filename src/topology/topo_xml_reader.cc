@@ -5,12 +5,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "topology/bounded_file.h"
 #include "topology/link_bandwidth.h"
 #include "topology/topo_xml.h"
 
@@ -458,12 +457,7 @@ System parseTopologyXml(const std::string& text, const std::string& sourceName) 
 }
 
 System readTopologyFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throwSystem("cannot open topology file " + path);
-  std::ostringstream content;
-  content << file.rdbuf();
-  if (file.bad()) throwSystem("cannot read topology file " + path);
-  return parseTopologyXml(content.str(), path);
+  return parseTopologyXml(readBoundedFile(path, "topology file", kMaxXmlBytes), path);
 }
 
 }  // namespace loom::topology

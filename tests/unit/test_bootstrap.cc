@@ -384,6 +384,9 @@ TEST(Bootstrap, UnreachableRootTimesOutWithAClearMessage) {
   contents.rootAddress = net::boundAddress(placeholder.fd());
   contents.secret = randomSecret();
   contents.commUid = 7;
+  // As for env-based init, where the root may come up late: refusals are retried until the
+  // timeout. (A root that was up refuses for good after a grace: test_init_failures.cc.)
+  contents.rootMayStartLate = true;
   placeholder.reset();
   const auto start = Clock::now();
   try {

@@ -285,8 +285,14 @@ void tuneDataSocket(int fd) {
   setNonBlocking(fd);
 }
 
-Socket connectWithRetry(const sockaddr_storage& address, Deadline deadline, int64_t timeoutMs,
-                        const std::atomic<bool>* abortFlag, const std::string& what) {
+namespace {
+
+// The retry loop of both connect functions. `refusedDeadline`: when a refusal arrives after it,
+// stop and return nullopt (connectWithRetry passes the overall deadline and never sees that).
+std::optional<Socket> connectLoop(const sockaddr_storage& address, Deadline deadline,
+                                  Deadline refusedDeadline, bool giveUpWhenRefused,
+                                  int64_t timeoutMs, const std::atomic<bool>* abortFlag,
+                                  const std::string& what) {
   int backoffMs = 5;
   int lastError = 0;
   for (;;) {
@@ -297,16 +303,35 @@ Socket connectWithRetry(const sockaddr_storage& address, Deadline deadline, int6
     // An attempt cut short by the deadline says less than the refusal before it.
     if (!(err == ETIMEDOUT && deadline.expired() && lastError != 0)) lastError = err;
     if (!retryableConnectError(err)) break;
+    if (giveUpWhenRefused && err == ECONNREFUSED && refusedDeadline.expired()) return std::nullopt;
     if (deadline.expired()) break;
     // Exponential backoff: the listener is usually up within milliseconds, but a root that
     // starts late must not be hammered.
+    const Deadline nextStop =
+        giveUpWhenRefused && err == ECONNREFUSED ? deadline.earlier(refusedDeadline) : deadline;
     std::this_thread::sleep_for(std::chrono::milliseconds(
-        std::min<int64_t>(backoffMs, std::max<int64_t>(deadline.remainingMs(), 1))));
+        std::min<int64_t>(backoffMs, std::max<int64_t>(nextStop.remainingMs(), 1))));
     backoffMs = std::min(backoffMs * 2, 500);
   }
   throw Error(loomSystemError, what + " at " + addressToString(address) +
                                    " failed: " + errnoText(lastError) + " after " +
                                    std::to_string(timeoutMs) + " ms");
+}
+
+}  // namespace
+
+Socket connectWithRetry(const sockaddr_storage& address, Deadline deadline, int64_t timeoutMs,
+                        const std::atomic<bool>* abortFlag, const std::string& what) {
+  return std::move(
+      *connectLoop(address, deadline, deadline, false, timeoutMs, abortFlag, what));
+}
+
+std::optional<Socket> connectUnlessRefused(const sockaddr_storage& address, Deadline deadline,
+                                           int64_t refusedGraceMs, int64_t timeoutMs,
+                                           const std::atomic<bool>* abortFlag,
+                                           const std::string& what) {
+  return connectLoop(address, deadline, Deadline::afterMs(refusedGraceMs), true, timeoutMs,
+                     abortFlag, what);
 }
 
 void readFully(int fd, void* data, size_t bytes, Deadline deadline,

@@ -96,6 +96,14 @@ void tuneDataSocket(int fd);
 // loom::Error(loomSystemError) "<what> at <addr> failed: <errno text> after <timeoutMs> ms".
 Socket connectWithRetry(const sockaddr_storage& address, Deadline deadline, int64_t timeoutMs,
                         const std::atomic<bool>* abortFlag, const std::string& what);
+// Like connectWithRetry for a listener that is known to have been up (a root whose uniqueId
+// the caller holds): a refusal then means it has closed for good, so refusals are retried only
+// for `refusedGraceMs` (a brief refusal, e.g. a full accept queue, must not fail init). Returns
+// nullopt once every attempt in that window was refused; other failures throw as above.
+std::optional<Socket> connectUnlessRefused(const sockaddr_storage& address, Deadline deadline,
+                                           int64_t refusedGraceMs, int64_t timeoutMs,
+                                           const std::atomic<bool>* abortFlag,
+                                           const std::string& what);
 
 // Exactly `bytes` over a non-blocking socket, polling until the deadline. EOF and resets throw
 // loomRemoteError, timeouts loomSystemError (ETIMEDOUT); messages start with `what`.
