@@ -324,8 +324,10 @@ class Run {
 
   // Checked only after the rank has idled for kLivenessCheckIntervalMs, then at that interval.
   void checkPeersAlive(Clock::time_point now) {
-    if (context_.peerPids == nullptr || now < nextLivenessCheck_) return;
+    if (now < nextLivenessCheck_) return;
     nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckIntervalMs);
+    checkAwaitedPeersPresent();
+    if (context_.peerPids == nullptr) return;
     const std::vector<DeadPeer> dead = findDeadPeers(*context_.peerPids);
     if (dead.empty()) return;
     // A dead rank this one waits on is fatal at once. Another dead rank may just have finished
@@ -339,6 +341,22 @@ class Run {
     }
     if (awaited || now - idleSince_ > std::chrono::milliseconds(kOtherDeathGraceMs)) {
       throw Error(loomRemoteError, prefix() + describeDeadPeers(dead) + "; " + waitingOn());
+    }
+  }
+
+  // A peer that destroyed or aborted its communicator but lives on sends nothing more, yet no
+  // socket breaks over shm and no pid dies: its transport tells (checkPeerPresent). Only peers
+  // this rank waits on: one that finished its part of the call may leave.
+  void checkAwaitedPeersPresent() {
+    for (auto& [peer, lanes] : lanes_) {
+      const bool awaited = lanes.send.active >= 0 || !lanes.send.pending.empty() || lanes.recv.active >= 0 ||
+                           !lanes.recv.pending.empty();
+      if (!awaited) continue;
+      try {
+        lanes.connection->checkPeerPresent();
+      } catch (const Error& error) {
+        throw Error(error.code(), prefix() + error.what() + "; " + waitingOn());
+      }
     }
   }
 

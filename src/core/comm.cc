@@ -48,6 +48,9 @@ Communicator::~Communicator() = default;
 void Communicator::abort() {
   errors_.abort();
   order_.wakeWaiters();
+  // A peer waiting on this rank over shared memory sees no socket close and no process die:
+  // tell it (it may otherwise wait for its whole timeout while this process lives on).
+  links_->announceDeparture();
 }
 
 void Communicator::revoke() {

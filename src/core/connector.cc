@@ -185,6 +185,11 @@ void Connector::setUpDirect(Bootstrap& bootstrap, const Facts& facts, const std:
   direct_ = algo::createDirectEngine(bootstrap, std::move(setup));
 }
 
+void Connector::announceDeparture() {
+  if (direct_) direct_->announceDeparture();
+  for (auto& transport : transports_) transport->announceDeparture();
+}
+
 void Connector::failAll(int code, const std::string& reason) {
   for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->failAll(code, reason);
 }

@@ -43,6 +43,9 @@ class Connector {
   algo::DirectEngine* direct() const { return direct_.get(); }
   // After a failed call: every transport tells its peers why, so they fail at once.
   void failAll(int code, const std::string& reason);
+  // loomCommAbort: peers that wait on this rank learn it has left (the transports' and the
+  // direct engine's departure marks; destruction sets them too). Safe while a call runs.
+  void announceDeparture();
 
  private:
   struct PeerInfo;

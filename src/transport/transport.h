@@ -166,6 +166,11 @@ class Connection {
   // failure on this connection (sockets: a Failure frame), throws it as loom::ExplainedError;
   // otherwise returns. Never blocks. The connection is unusable afterwards.
   virtual void throwPeerReport() {}
+  // Slow path only (a wait that has gone idle): throws loom::Error(loomRemoteError) naming the
+  // peer when it has left the communicator (destroyed or aborted it) while its process lives
+  // on, and nothing it sent before is left to read. Transports where leaving breaks the
+  // connection (sockets: EOF) need nothing here.
+  virtual void checkPeerPresent() {}
 };
 
 class Transport {
@@ -187,6 +192,9 @@ class Transport {
   // waiting for its timeout, and stops every connection. This is how a failure reaches ranks on
   // other hosts, which cannot watch this host's processes.
   virtual void failAll(int code, const std::string& reason) = 0;
+  // This rank is leaving the communicator (loomCommAbort; destruction does it too): lets peers
+  // that wait on it see so (Connection::checkPeerPresent). Safe while a call runs.
+  virtual void announceDeparture() {}
 };
 
 inline const char* Connection::kind() const { return transport().name(); }

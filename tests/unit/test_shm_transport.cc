@@ -343,19 +343,21 @@ TEST(ShmTransport, BadOptionsAreArgumentErrorsOnEveryRank) {
     return options;
   });
   EXPECT_EQ(results[0], loomInvalidArgument);
-  // A rank listing itself fails; its peer cannot find its segments and fails too.
+  // A rank listing itself fails; its peer learns that it published no segments: a remote error.
   const ShmOptions selfOptions = smallOptions(uniquePrefix("self"));
   runThreadRanks(2, [&](int rank, Bootstrap& bootstrap) {
     try {
       createShmTransport(bootstrap, {0}, selfOptions);
       ADD_FAILURE() << "rank " << rank << " should fail";
     } catch (const Error& error) {
-      EXPECT_EQ(error.code(), rank == 0 ? loomInvalidArgument : loomSystemError) << error.what();
+      EXPECT_EQ(error.code(), rank == 0 ? loomInvalidArgument : loomRemoteError) << error.what();
     }
   });
 }
 
-TEST(ShmTransport, StaleSegmentIsReportedAndLeftAlone) {
+// Segments are anonymous memory (issue 14, finding 4): a file a crashed run (or a stranger)
+// left in /dev/shm under a name Loom used to make cannot get in the way, and stays untouched.
+TEST(ShmTransport, StaleNameInDevShmIsIrrelevant) {
   const std::string prefix = uniquePrefix("stale");
   const std::string staleName = "/" + prefix + "-b0";
   int fd = shm_open(staleName.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -364,10 +366,9 @@ TEST(ShmTransport, StaleSegmentIsReportedAndLeftAlone) {
   std::vector<std::string> messages;
   auto results = setupResults(
       2, [&](int) { return smallOptions(prefix); }, &messages);
-  EXPECT_EQ(results[0], loomSystemError);
-  EXPECT_NE(messages[0].find("already exists"), std::string::npos) << messages[0];
-  EXPECT_NE(results[1], loomSuccess);
-  EXPECT_EQ(shmNamesWith(prefix), 1);  // only the stranger's file; ours are all gone
+  EXPECT_EQ(results[0], loomSuccess) << messages[0];
+  EXPECT_EQ(results[1], loomSuccess) << messages[1];
+  EXPECT_EQ(shmNamesWith(prefix), 1);  // only the stranger's file
   shm_unlink(staleName.c_str());
 }
 

@@ -56,7 +56,16 @@ ArenaEngine::ArenaEngine(std::unique_ptr<transport::ShmArena> arena, std::vector
   }
 }
 
-ArenaEngine::~ArenaEngine() { std::free(staging_); }
+// The peers keep the arena mapped: the departure mark outlives this engine.
+ArenaEngine::~ArenaEngine() {
+  announceDeparture();
+  std::free(staging_);
+}
+
+void ArenaEngine::announceDeparture() {
+  arena_->departed(rank_).value.store(1, std::memory_order_release);
+  wakePeers();
+}
 
 size_t ArenaEngine::elementBytes(const CallSpec& call) const { return typeSize(call.type); }
 
@@ -96,6 +105,8 @@ void ArenaEngine::awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64_
   policy.spins = settings_.oversubscribed ? 0 : 2048;
   policy.describe = describe;
   policy.peerPids = &pids_;  // any dead rank on this host fails the wait, not only `peer`
+  policy.arena = arena_.get();  // so does any rank that left the communicator
+  policy.selfRank = rank_;
   waitForFlag(flag, target, peer, pids_[peer], what, policy);
 }
 

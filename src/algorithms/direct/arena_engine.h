@@ -48,6 +48,7 @@ class ArenaEngine final : public DirectEngine {
   bool handles(const CallSpec& call) const override;
   void run(const CallSpec& call, const Describe& describe) override;
   void postOnly(const CallSpec& call, const Describe& describe) override;
+  void announceDeparture() override;
 
  private:
   struct Addresses {

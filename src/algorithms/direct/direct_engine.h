@@ -46,6 +46,9 @@ class DirectEngine {
   // Every call is posted, also those a schedule runs: the arena's slots are reused by parity
   // of the call's sequence number, which is safe only when every call passes through.
   virtual void postOnly(const CallSpec& call, const Describe& describe) = 0;
+  // This rank leaves the communicator (loomCommAbort; destruction does it too): peers waiting
+  // on it fail at once instead of at their timeout. Safe while a call runs.
+  virtual void announceDeparture() = 0;
 };
 
 // The transport every pair of ranks must be able to use for a direct engine.

@@ -18,6 +18,24 @@ using Clock = std::chrono::steady_clock;
 // doubling every 4 rounds, at most 2 ms between checks.
 BackoffPolicy flagBackoff(int spins) { return BackoffPolicy{spins, 63, 20, 4, 7, 2000}; }
 
+// A departed rank wrote everything it ever will before its mark (release), so the flag is
+// read again after the mark (acquire): only a flag still short of its target is an error.
+void throwIfAnyDeparted(const std::atomic<uint64_t>& flag, uint64_t target, int peer, const char* what,
+                        const WaitPolicy& policy) {
+  if (policy.arena == nullptr) return;
+  for (int rank = 0; rank < policy.arena->nranks(); ++rank) {
+    if (rank == policy.selfRank || policy.arena->departed(rank).value.load(std::memory_order_acquire) == 0) continue;
+    if (flag.load(std::memory_order_acquire) >= target) return;
+    std::string who = "rank " + std::to_string(rank);
+    if (policy.peerPids != nullptr && rank < static_cast<int>(policy.peerPids->size()) && (*policy.peerPids)[rank] != 0) {
+      who += " (pid " + std::to_string((*policy.peerPids)[rank]) + ")";
+    }
+    throw Error(loomRemoteError, policy.describe() + ": " + who +
+                                     " left the communicator (loomCommDestroy or loomCommAbort); waited for rank " +
+                                     std::to_string(peer) + "'s " + what);
+  }
+}
+
 }  // namespace
 
 void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, pid_t peerPid,
@@ -62,6 +80,7 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
         throw Error(loomRemoteError, policy.describe() + ": " + describeDeadPeers(dead) +
                                          "; waited for rank " + std::to_string(peer) + "'s " + what);
       }
+      throwIfAnyDeparted(flag, target, peer, what, policy);
     }
     if (now - start > std::chrono::milliseconds(policy.timeoutMs)) {
       throw Error(loomSystemError, policy.describe() + " timed out after " + std::to_string(policy.timeoutMs) +

@@ -5,7 +5,8 @@
 //
 // Every wait is bounded: it fails after `timeoutMs` without the flag moving, promptly after
 // loomCommAbort, and within about 100 ms when the process it waits for (or, with
-// WaitPolicy::peerPids, any rank on this host) has died.
+// WaitPolicy::peerPids, any rank on this host) has died, or when (WaitPolicy::arena) any rank
+// has left the communicator (destroyed or aborted it) while its process lives on.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +19,7 @@
 
 #include "algorithms/peer_liveness.h"
 #include "transport/shm/doorbell.h"
+#include "transport/shm/shm_arena.h"
 
 namespace loom::algo {
 
@@ -35,6 +37,10 @@ struct WaitPolicy {
   // set, a stalled wait checks all of them, not only the peer it waits on, so it fails when any
   // rank dies even if the peer it waits on is alive but stuck behind the dead one.
   const std::vector<pid_t>* peerPids = nullptr;
+  // When set, a stalled wait also fails once any rank other than `selfRank` has marked itself
+  // departed in the arena: a live process that left would otherwise look like a slow one.
+  const transport::ShmArena* arena = nullptr;
+  int selfRank = -1;
 };
 
 // Returns when `flag` >= `target`. `peer`/`peerPid` name the rank that writes the flag (for the

@@ -7,7 +7,8 @@
 //   release order, followed by the call's descriptor and then by the eager payload, so a
 //   reader polling the flag pulls the first 32 bytes of data with the same cache line;
 //   per rank, a progress line (chunks of its segment reduced in the current call), a done line
-//   (last call in which it finished reading its peers' memory) and its doorbell.
+//   (last call in which it finished reading its peers' memory), its doorbell and a departed
+//   line (nonzero once it destroyed or aborted its communicator; waits check it when idle).
 //
 // Every line a rank writes is written by that rank only (single writer), so the protocol needs
 // no atomic read-modify-write on shared lines except the doorbell.
@@ -49,8 +50,9 @@ struct BufferAddresses {
 
 class ShmArena {
  public:
-  // Collective over `bootstrap` (every rank calls it): rank 0 creates the segment, everyone
-  // maps it, the name is removed before this returns. `eagerBytes` is the payload capacity of
+  // Collective over `bootstrap` (every rank calls it): rank 0 creates the segment (anonymous
+  // memory, shm_segment.h), everyone maps it through rank 0's descriptor, which is closed
+  // before this returns. `eagerBytes` is the payload capacity of
   // one post slot.
   static std::unique_ptr<ShmArena> create(Bootstrap& bootstrap, const std::string& name,
                                           size_t eagerBytes, int timeoutMs);
@@ -67,6 +69,7 @@ class ShmArena {
   CounterLine& progress(int rank) const;
   CounterLine& done(int rank) const;
   DoorbellWord& doorbell(int rank) const;
+  CounterLine& departed(int rank) const;
 
  private:
   ShmArena(ShmSegment segment, int nranks, size_t eagerBytes);

@@ -19,7 +19,10 @@ namespace {
 class FdCloser {
  public:
   explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() { ::close(fd_); }
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void release() { fd_ = -1; }
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
 
@@ -56,50 +59,42 @@ void* mapShared(int fd, size_t bytes, const std::string& name) {
 }  // namespace
 
 ShmSegment ShmSegment::create(const std::string& name, size_t bytes) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) {
-      throwSystem("shm: segment " + name +
-                  " already exists (left over by a crashed run? remove it from /dev/shm)");
-    }
-    throwSystem("shm: creating segment " + name);
-  }
+  const std::string label = !name.empty() && name[0] == '/' ? name.substr(1) : name;
+  int fd = memfd_create(label.c_str(), MFD_CLOEXEC);
+  if (fd < 0) throwSystem("shm: creating segment " + label);
+  // Until the segment object exists, an error must close the descriptor again.
   FdCloser closer(fd);
-  // From here on, an error must remove the name again.
-  auto removeName = [&] { shm_unlink(name.c_str()); };
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    int err = errno;
-    removeName();
-    throwSystem("shm: sizing segment " + name + " to " + std::to_string(bytes) +
-                    " bytes (is /dev/shm full?)",
-                err);
+    throwSystem("shm: sizing segment " + label + " to " + std::to_string(bytes) + " bytes (is memory short?)");
   }
-  void* data = nullptr;
-  try {
-    data = mapShared(fd, bytes, name);
-  } catch (...) {
-    removeName();
-    throw;
-  }
-  LOOM_TRACE(SHM, "created %s (%zu bytes)", name.c_str(), bytes);
-  return ShmSegment(name, data, bytes, true);
+  void* data = mapShared(fd, bytes, label);
+  closer.release();
+  LOOM_TRACE(SHM, "created %s (%zu bytes, fd %d)", label.c_str(), bytes, fd);
+  return ShmSegment(label, data, bytes, fd);
 }
 
-ShmSegment ShmSegment::open(const std::string& name, size_t minBytes) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) throwSystem("shm: opening peer segment " + name);
+ShmSegment ShmSegment::open(pid_t creatorPid, int creatorFd, const std::string& name, size_t minBytes) {
+  const std::string label = !name.empty() && name[0] == '/' ? name.substr(1) : name;
+  if (creatorPid <= 0 || creatorFd < 0) {
+    throwRemote("shm: segment " + label + " was not created (its creator failed)");
+  }
+  const std::string path = "/proc/" + std::to_string(creatorPid) + "/fd/" + std::to_string(creatorFd);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    throwSystem("shm: opening peer segment " + label + " through " + path +
+                " (the peer is gone, runs as another user, or /proc hides it)");
+  }
   FdCloser closer(fd);
   struct stat info {};
-  if (fstat(fd, &info) != 0) throwSystem("shm: fstat of " + name);
+  if (fstat(fd, &info) != 0) throwSystem("shm: fstat of " + label);
   if (info.st_size < 0 || static_cast<size_t>(info.st_size) < minBytes) {
-    throwRemote("shm: segment " + name + " is " + std::to_string(info.st_size) +
-                " bytes, expected at least " + std::to_string(minBytes) +
-                " (not a Loom segment, or its creator failed)");
+    throwRemote("shm: segment " + label + " is " + std::to_string(info.st_size) + " bytes, expected at least " +
+                std::to_string(minBytes) + " (not a Loom segment, or its creator failed)");
   }
   const size_t bytes = static_cast<size_t>(info.st_size);
-  void* data = mapShared(fd, bytes, name);
-  LOOM_TRACE(SHM, "mapped %s (%zu bytes)", name.c_str(), bytes);
-  return ShmSegment(name, data, bytes, false);
+  void* data = mapShared(fd, bytes, label);
+  LOOM_TRACE(SHM, "mapped %s (%zu bytes)", label.c_str(), bytes);
+  return ShmSegment(label, data, bytes, -1);
 }
 
 ShmSegment::~ShmSegment() { release(); }
@@ -108,7 +103,7 @@ ShmSegment::ShmSegment(ShmSegment&& other) noexcept
     : name_(std::move(other.name_)),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      ownsName_(std::exchange(other.ownsName_, false)) {}
+      fd_(std::exchange(other.fd_, -1)) {}
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
@@ -116,16 +111,13 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
     name_ = std::move(other.name_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    ownsName_ = std::exchange(other.ownsName_, false);
+    fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
 }
 
 void ShmSegment::release() noexcept {
-  if (ownsName_) {
-    shm_unlink(name_.c_str());
-    ownsName_ = false;
-  }
+  stopSharing();
   if (data_ != nullptr) {
     munmap(data_, size_);
     data_ = nullptr;
@@ -133,12 +125,11 @@ void ShmSegment::release() noexcept {
   }
 }
 
-void ShmSegment::unlink() {
-  if (name_.empty()) return;
-  if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT) {
-    throwSystem("shm: removing the name " + name_);
+void ShmSegment::stopSharing() noexcept {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
   }
-  ownsName_ = false;
 }
 
 void ShmSegment::stampHeader(uint64_t magic, uint32_t version) {

@@ -1,8 +1,16 @@
-// One POSIX shared-memory segment, mapped into this process: created (O_EXCL, mode 0600) by
-// its owner or opened by a peer. The mapping is pre-faulted writable at once because page
-// faults are expensive on VMs (~11 us per 4 KiB page) and would otherwise land on the first
-// messages. RAII: the destructor unmaps, and removes the name if this object created it and
-// nobody removed it yet (so an error during setup leaves nothing in /dev/shm).
+// One shared-memory segment, mapped into this process: created by its owner or opened by a
+// peer on the same host. The mapping is pre-faulted writable at once because page faults are
+// expensive on VMs (~11 us per 4 KiB page) and would otherwise land on the first messages.
+//
+// Segments have no name in /dev/shm: the creator makes anonymous memory (memfd_create) and
+// keeps its descriptor open while peers set up; a peer opens it through
+// /proc/<creator pid>/fd/<descriptor>, which the kernel allows only to processes that may
+// inspect the creator (same user, ptrace read access: the same reach as a 0600 file). The
+// memory lives as long as some process maps it and goes with the last one, so no kill
+// timing can leave anything behind and no name can collide with a crashed run's (issue 14,
+// finding 4: POSIX names derived from MASTER_ADDR:PORT leaked when ranks died during init,
+// and the leftovers broke the next launch at that address). RAII: the destructor unmaps and
+// closes the descriptor.
 #pragma once
 
 #include <sys/types.h>
@@ -32,20 +40,22 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
-  // `name` is a POSIX shm name ("/something"). Fails with loomSystemError (EEXIST when a
-  // stale segment of that name is left over). The memory reads as zeros.
+  // `name` labels the memory (it shows in /proc/<pid>/maps as /memfd:<name>) and errors;
+  // a leading '/' is dropped. Fails with loomSystemError. The memory reads as zeros. Peers
+  // open it by this process's pid and fd() until stopSharing().
   static ShmSegment create(const std::string& name, size_t bytes);
-  // Maps an existing segment whole; it must be at least `minBytes` long (else loomRemoteError:
-  // someone else's file, or a peer that died while creating it).
-  static ShmSegment open(const std::string& name, size_t minBytes);
+  // Maps a segment that process `creatorPid` created and shares as descriptor `creatorFd`,
+  // whole; it must be at least `minBytes` long (else loomRemoteError). `name` is for errors.
+  static ShmSegment open(pid_t creatorPid, int creatorFd, const std::string& name, size_t minBytes);
 
-  // Removes the name (the mapping stays valid). Idempotent; a name already removed by the
-  // peer (ENOENT) is fine.
-  void unlink();
+  // Closes the descriptor peers open the segment through (the mapping stays valid); call once
+  // every peer has mapped it. Idempotent.
+  void stopSharing() noexcept;
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& name() const { return name_; }
+  int fd() const { return fd_; }  // -1 once no longer shared, and on the opener's side
 
   // Writes magic, version, this process's pid and the size into the segment's first bytes.
   void stampHeader(uint64_t magic, uint32_t version);
@@ -54,14 +64,14 @@ class ShmSegment {
                                       const std::string& what) const;
 
  private:
-  ShmSegment(std::string name, void* data, size_t size, bool ownsName)
-      : name_(std::move(name)), data_(data), size_(size), ownsName_(ownsName) {}
+  ShmSegment(std::string name, void* data, size_t size, int fd)
+      : name_(std::move(name)), data_(data), size_(size), fd_(fd) {}
   void release() noexcept;
 
   std::string name_;
   void* data_ = nullptr;
   size_t size_ = 0;
-  bool ownsName_ = false;  // created here and not yet unlinked
+  int fd_ = -1;  // created here and still shared with peers
 };
 
 }  // namespace loom::transport

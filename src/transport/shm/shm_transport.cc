@@ -20,13 +20,36 @@ namespace loom::transport {
 namespace {
 
 constexpr uint64_t kDoorbellMagic = 0x314c45424d4f4f4cull;  // "LOOMBEL1" little-endian
-constexpr uint32_t kDoorbellVersion = 1;
-constexpr size_t kMaxPrefixLength = 200;  // leaves room for "-f<rank>-<rank>" under NAME_MAX
+constexpr uint32_t kDoorbellVersion = 2;  // 2: departure word and FIFO directory
+constexpr size_t kMaxPrefixLength = 200;  // leaves room for "-f<rank>-<rank>" in a memfd name
 
-// What a rank's doorbell segment holds.
+// Where a peer finds the FIFO it sends on: the receiver's descriptor for it (ShmSegment::open).
+struct FifoEntry {
+  int32_t fromRank;
+  int32_t fd;
+};
+
+// What a rank's doorbell segment holds: the word peers ring, whether the rank has left the
+// communicator, and (after it, fifoEntries()) a directory of the FIFOs it receives on, one
+// entry per peer.
 struct DoorbellLayout {
   ShmSegmentHeader header;
   DoorbellWord word;
+  // Nonzero once the owner destroyed or aborted its communicator: a peer waiting on it would
+  // otherwise wait for its whole timeout (issue 14, finding 3). Read on slow paths only.
+  alignas(64) std::atomic<uint32_t> departed;
+  int32_t fifoCount;
+};
+
+size_t doorbellBytes(size_t fifoCount) { return sizeof(DoorbellLayout) + sizeof(FifoEntry) * fifoCount; }
+FifoEntry* fifoEntries(const ShmSegment& doorbell) {
+  return reinterpret_cast<FifoEntry*>(static_cast<char*>(doorbell.data()) + sizeof(DoorbellLayout));
+}
+
+// What each rank publishes at setup: where its doorbell can be opened (-1: setup failed).
+struct PublishedDoorbell {
+  int32_t pid;
+  int32_t fd;
 };
 
 std::string fifoName(const std::string& prefix, int fromRank, int toRank) {
@@ -50,7 +73,8 @@ class ShmConnection final : public Connection {
         incoming_(std::move(incoming)),
         outgoing_(std::move(outgoing)),
         peerBellSegment_(std::move(peerBell)),
-        peerBell_(&static_cast<DoorbellLayout*>(peerBellSegment_.data())->word) {}
+        peerBell_(&static_cast<DoorbellLayout*>(peerBellSegment_.data())->word),
+        peerDeparted_(&static_cast<DoorbellLayout*>(peerBellSegment_.data())->departed) {}
 
   void postSend(const Region& region, size_t offset, size_t bytes) override {
     if (sendData_ != nullptr) throwUsage(where() + ": postSend while a send is in flight");
@@ -88,6 +112,8 @@ class ShmConnection final : public Connection {
   Bell* bell() const override { return &ownBell_; }
   void setCallTag(const CallTag& tag) override { tag_ = tag; }
 
+  void wakePeer() { peerBell_.ring(); }
+
   void fail(int code, const std::string& reason) {
     // At a message boundary only: nothing in flight, or a message posted but not started.
     if ((sendData_ != nullptr && sendOffset_ != 0) || outgoing_.freeSlots() == 0) return;
@@ -95,6 +121,15 @@ class ShmConnection final : public Connection {
     const size_t bytes = std::min(reason.size(), outgoing_.geometry().slotBytes);
     outgoing_.push(reason.data(), static_cast<uint32_t>(bytes), 0, sendMessageSeq_, CallTag{}, code);
     peerBell_.ring();
+  }
+
+  // The peer's departure is final only once everything it sent before is read: a departed
+  // peer's last messages are still valid in our mapping.
+  void checkPeerPresent() override {
+    if (peerDeparted_->load(std::memory_order_acquire) == 0 || incoming_.filledSlots() != 0) return;
+    throwRemote("peer rank " + std::to_string(peer_) +
+                " left the communicator (loomCommDestroy or loomCommAbort) while rank " + std::to_string(rank_) +
+                " waited for it over shm");
   }
 
   void throwPeerReport() override {
@@ -193,6 +228,7 @@ class ShmConnection final : public Connection {
   ShmFifo outgoing_;
   ShmSegment peerBellSegment_;
   Doorbell peerBell_;
+  const std::atomic<uint32_t>* peerDeparted_;
 
   const char* sendData_ = nullptr;  // non-null while a send is in flight
   size_t sendBytes_ = 0;
@@ -212,6 +248,13 @@ class ShmTransportImpl final : public Transport {
       : rank_(rank),
         ownBellSegment_(std::move(ownBell)),
         doorbell_(&static_cast<DoorbellLayout*>(ownBellSegment_.data())->word) {}
+  // Peers keep their mapping of our doorbell: the mark outlives us.
+  ~ShmTransportImpl() override { announceDeparture(); }
+
+  void announceDeparture() override {
+    static_cast<DoorbellLayout*>(ownBellSegment_.data())->departed.store(1, std::memory_order_release);
+    for (auto& [peer, connection] : connections_) connection->wakePeer();
+  }
 
   void connect(int peer, ShmFifo incoming, ShmFifo outgoing, ShmSegment peerBell) {
     connections_.emplace(peer, std::make_unique<ShmConnection>(*this, doorbell_, rank_, peer, std::move(incoming),
@@ -267,26 +310,44 @@ void checkPeers(const std::vector<int>& peers, int rank, int size) {
   }
 }
 
-ShmSegment createDoorbell(const std::string& name) {
-  ShmSegment segment = ShmSegment::create(name, sizeof(DoorbellLayout));
+ShmSegment createDoorbell(const std::string& name, size_t fifoCount) {
+  ShmSegment segment = ShmSegment::create(name, doorbellBytes(fifoCount));
   segment.stampHeader(kDoorbellMagic, kDoorbellVersion);
-  new (&static_cast<DoorbellLayout*>(segment.data())->word) DoorbellWord();
+  auto* layout = static_cast<DoorbellLayout*>(segment.data());
+  new (&layout->word) DoorbellWord();
+  new (&layout->departed) std::atomic<uint32_t>(0);
+  layout->fifoCount = static_cast<int32_t>(fifoCount);
   return segment;
 }
 
-ShmSegment openDoorbell(const std::string& name, int owner) {
-  ShmSegment segment = ShmSegment::open(name, sizeof(DoorbellLayout));
-  segment.checkHeader(kDoorbellMagic, kDoorbellVersion,
-                      "doorbell of rank " + std::to_string(owner));
+ShmSegment openDoorbell(const PublishedDoorbell& published, const std::string& name, int owner) {
+  ShmSegment segment = ShmSegment::open(published.pid, published.fd, name, sizeof(DoorbellLayout));
+  segment.checkHeader(kDoorbellMagic, kDoorbellVersion, "doorbell of rank " + std::to_string(owner));
+  const auto* layout = static_cast<const DoorbellLayout*>(segment.data());
+  if (layout->fifoCount < 0 || doorbellBytes(static_cast<size_t>(layout->fifoCount)) > segment.size()) {
+    throwRemote("shm: doorbell of rank " + std::to_string(owner) + " lists " + std::to_string(layout->fifoCount) +
+                " FIFOs, more than it holds");
+  }
   return segment;
+}
+
+// The descriptor under which `owner` shares the FIFO that `rank` sends on.
+int fifoDescriptor(const ShmSegment& ownerBell, int owner, int rank) {
+  const auto* layout = static_cast<const DoorbellLayout*>(ownerBell.data());
+  const FifoEntry* directory = fifoEntries(ownerBell);
+  for (int32_t i = 0; i < layout->fifoCount; ++i) {
+    if (directory[i].fromRank == rank) return directory[i].fd;
+  }
+  throwRemote("shm: rank " + std::to_string(owner) + " has no FIFO for rank " + std::to_string(rank) +
+              " (the ranks disagree on who talks over shm)");
 }
 
 }  // namespace
 
-// Collective. Errors are held until both barriers are passed so that a rank that fails never
-// leaves the others waiting in a barrier; every segment is RAII, so a failure unmaps and
-// unlinks whatever was made. The bootstrap bounds the barrier waits (options.timeoutMs is the
-// same bound the caller gave it; nothing here waits on its own).
+// Collective. Errors are held until the exchange and the barrier are passed so that a rank
+// that fails never leaves the others waiting; every segment is RAII, so a failure unmaps and
+// closes whatever was made. The bootstrap bounds the waits (options.timeoutMs is the same
+// bound the caller gave it; nothing here waits on its own).
 std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap,
                                                  const std::vector<int>& peers,
                                                  const ShmOptions& options) {
@@ -302,7 +363,8 @@ std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap,
     }
   };
 
-  // 1. Our own names: the doorbell peers ring, and one FIFO per peer that sends to us.
+  // 1. Our own segments: the doorbell peers ring, and one FIFO per peer that sends to us,
+  // listed in the doorbell so that the peer finds it.
   ShmFifoGeometry geometry;
   ShmSegment ownBell;
   std::map<int, ShmFifo> incoming;
@@ -310,34 +372,38 @@ std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap,
     checkOptions(options);
     checkPeers(peers, rank, bootstrap.size());
     geometry = {options.slotBytes, static_cast<uint32_t>(options.slotCount)};
-    ownBell = createDoorbell(doorbellName(prefix, rank));
+    ownBell = createDoorbell(doorbellName(prefix, rank), peers.size());
+    FifoEntry* directory = fifoEntries(ownBell);
     for (int peer : peers) {
       ShmSegment segment =
           ShmSegment::create(fifoName(prefix, peer, rank), ShmFifo::segmentBytes(geometry));
+      *directory++ = FifoEntry{peer, segment.fd()};
       incoming.emplace(peer, ShmFifo::format(std::move(segment), geometry, peer, rank));
     }
   });
-  bootstrap.barrier();
+  // Everyone learns where every doorbell is; this is also the barrier before the peers open.
+  std::vector<PublishedDoorbell> doorbells(bootstrap.size());
+  doorbells[rank] = PublishedDoorbell{static_cast<int32_t>(getpid()), failure ? -1 : ownBell.fd()};
+  bootstrap.allGather(doorbells.data(), sizeof(PublishedDoorbell));
 
-  // 2. The peers' names. Each FIFO has exactly one opener (us), so its name goes at once;
-  // a doorbell is opened by all of its owner's peers, so only the owner may remove it (3.).
+  // 2. The peers' segments, opened through their creators' descriptors.
   std::map<int, ShmFifo> outgoing;
   std::map<int, ShmSegment> peerBells;
   attempt([&] {
     for (int peer : peers) {
-      ShmSegment segment = ShmSegment::open(fifoName(prefix, rank, peer), sizeof(ShmSegmentHeader));
-      segment.unlink();
+      ShmSegment bell = openDoorbell(doorbells[peer], doorbellName(prefix, peer), peer);
+      const int fifoFd = fifoDescriptor(bell, peer, rank);
+      ShmSegment segment =
+          ShmSegment::open(doorbells[peer].pid, fifoFd, fifoName(prefix, rank, peer), sizeof(ShmSegmentHeader));
       outgoing.emplace(peer, ShmFifo::attach(std::move(segment), geometry, rank, peer));
-      peerBells.emplace(peer, openDoorbell(doorbellName(prefix, peer), peer));
+      peerBells.emplace(peer, std::move(bell));
     }
   });
   bootstrap.barrier();
 
-  // 3. Everyone has mapped everything: no name is needed any more.
-  attempt([&] {
-    ownBell.unlink();
-    for (auto& [peer, fifo] : incoming) fifo.segment().unlink();
-  });
+  // 3. Everyone has mapped everything: the descriptors are not needed any more.
+  ownBell.stopSharing();
+  for (auto& [peer, fifo] : incoming) fifo.segment().stopSharing();
   if (failure) std::rethrow_exception(failure);
 
   auto transport = std::make_unique<ShmTransportImpl>(rank, std::move(ownBell));

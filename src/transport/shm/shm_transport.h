@@ -1,8 +1,9 @@
 // Shared-memory transport for peers on the same host.
 //
 // Per directed pair a FIFO of slots in a POSIX shm segment (created by the receiver, mapped
-// by the sender); per rank one doorbell segment that its peers ring. Segments are unlinked
-// as soon as every side has mapped them, so nothing stays in /dev/shm even after kill -9.
+// by the sender); per rank one doorbell segment that its peers ring, which also lists the
+// rank's FIFOs for its peers to open and says when the rank has left the communicator.
+// Segments are anonymous memory (shm_segment.h): nothing is ever in /dev/shm, whatever kill.
 #pragma once
 
 #include <memory>
@@ -17,7 +18,7 @@ namespace loom::transport {
 struct ShmOptions {
   size_t slotBytes = 128 * 1024;  // payload per slot (multiple of 64)
   int slotCount = 8;              // slots per FIFO
-  std::string namePrefix;         // unique per communicator, e.g. "loom-<commUid hex>-<seq>"
+  std::string namePrefix;         // labels the segments, e.g. "loom-<commUid hex>"
   int timeoutMs = 600000;         // waiting for peers during setup
 };
 
