@@ -38,6 +38,8 @@ void Communicator::connect() {
   options.commName = name_;
   bootstrap_ = createSocketBootstrap(contents, rank, nranks, options);
   links_ = std::make_unique<Connector>(*bootstrap_, settings_, name_, errors_.callStopFlag());
+  connected_.store(true, std::memory_order_release);
+  if (aborted()) links_->announceDeparture();  // abort() ran just before connected_ was set
   LOOM_INFO(INIT, "comm %s: rank %d of %d ready", name_.c_str(), rank, nranks);
 }
 
@@ -50,7 +52,9 @@ void Communicator::abort() {
   order_.wakeWaiters();
   // A peer waiting on this rank over shared memory sees no socket close and no process die:
   // tell it (it may otherwise wait for its whole timeout while this process lives on).
-  links_->announceDeparture();
+  // Only once connect() has finished: a non-blocking init may still be building links_ on its
+  // own thread (it sees the abort flag and fails; connect() announces if it lost that race).
+  if (connected_.load(std::memory_order_acquire)) links_->announceDeparture();
 }
 
 void Communicator::revoke() {

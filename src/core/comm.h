@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -102,6 +103,7 @@ class Communicator {
   ScheduleCache schedules_;
   uint32_t shrinks_ = 0;  // shrink epochs, to tell offers apart
   loomUniqueId id_;        // kept for connect()
+  std::atomic<bool> connected_{false};  // links_ is built (connect() has finished)
 };
 
 }  // namespace loom
