@@ -68,7 +68,7 @@ A applyFloat(loomRedOp_t op, A acc, A value) {
 }
 
 // Canonical order, wide accumulator, one rounding. avg: each input is scaled by 2^-k
-// (2^k >= n, exact), summed, then divided by n * 2^-k: the sum/n of the README, which cannot
+// (2^k >= 2n, exact), summed, then divided by n * 2^-k: the sum/n of the README, which cannot
 // overflow when the mean is representable.
 uint64_t reference(loomDataType_t type, loomRedOp_t op, uint64_t seed, int nranks, size_t index) {
   if (!isFloatType(type)) {
@@ -94,7 +94,7 @@ uint64_t reference(loomDataType_t type, loomRedOp_t op, uint64_t seed, int nrank
     return acc & mask;
   }
   int k = 0;
-  while ((1 << k) < nranks) ++k;
+  while ((1 << k) < 2 * nranks) ++k;
   auto finish = [&](auto acc) -> uint64_t {
     using A = decltype(acc);
     if (op == loomAvg) acc = acc / static_cast<A>(std::ldexp(nranks, -k));

@@ -112,19 +112,23 @@ TEST(Numerics, SignedZerosInMaxMinDoNotDependOnOrder) {
 }
 
 // The direct engine sees every rank's input: it sums 16-bit floats in float32 and rounds
-// once, so 65504 + 65504 - 65504 is 65504 whichever rank holds the negative value.
+// once, so a + b + c is exact where rounding after each rank overflows, in every rank order
+// (element i holds permutation i % 6 of the three values). float16: 65504 + 65504 - 65504.
+// bfloat16 (float32's range): 0x1.fep127 + 2^119 is the tie that rounds to infinity.
 TEST(Numerics, DirectEngineRoundsSixteenBitSumsOnce) {
   constexpr int kRanks = 3;
+  constexpr int kPermutations[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   for (loomDataType_t type : {loomFloat16, loomBfloat16}) {
-    const double big = type == loomFloat16 ? 65504.0 : 0x1.fep127;  // each type's largest finite
-    const uint64_t plus = bitsOf(type, big), minus = bitsOf(type, -big);
+    const double values[3] = {type == loomFloat16 ? 65504.0 : 0x1.fep127, type == loomFloat16 ? 65504.0 : 0x1p119,
+                              type == loomFloat16 ? -65504.0 : -0x1p119};
+    const uint64_t sum = bitsOf(type, values[0]);
     const bool ok = runWithEnv(kRanks, allPaths()[0].env, [&](loomComm_t comm, int rank) {
       for (Coll coll : kColls) {
         for (size_t count : {size_t{1}, size_t{7}, size_t{1000}}) {
           runAndCheck(
               comm, rank, kRanks, coll, type, loomSum, count,
-              [&](int r, size_t i) { return static_cast<int>(i % kRanks) == r ? minus : plus; },
-              [&](size_t) { return plus; }, bitwiseEqual, "direct");
+              [&](int r, size_t i) { return bitsOf(type, values[kPermutations[i % 6][r]]); },
+              [&](size_t) { return sum; }, bitwiseEqual, "direct");
         }
       }
     });
