@@ -86,6 +86,7 @@ typedef struct loomConfig_v100 {
   int nvlinkCentricSched;  /* accepted; unused */
   /* Loom additions. */
   int timeoutMs; /* bound on every wait; default LOOM_TIMEOUT_MS or 600000 (10 minutes) */
+  int deterministic; /* 1: reductions bitwise reproducible (README); default LOOM_DETERMINISTIC or 0 */
 } loomConfig_t;
 
 #define LOOM_CONFIG_MAGIC 0x6c6f6f6du /* "loom" */
@@ -97,7 +98,7 @@ typedef struct loomConfig_v100 {
         LOOM_CONFIG_UNDEF_PTR, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
         LOOM_CONFIG_UNDEF_PTR, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
         LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT,                 \
-        LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT                                         \
+        LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT, LOOM_CONFIG_UNDEF_INT                  \
   }
 
 /* Reduction operations (same values as ncclRedOp_t). */

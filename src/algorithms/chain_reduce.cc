@@ -26,7 +26,9 @@ Schedule chainReduce(const CollectiveShape& shape) {
       continue;
     }
     Range partial = builder.piece(isRoot ? Buffer::Recv : Buffer::Scratch, 0, bytes, p);
-    int reduced = builder.add(Step{StepKind::RecvReduce, awayFromRoot, partial, input});
+    Step reduce{StepKind::RecvReduce, awayFromRoot, partial, input};
+    reduce.rawIncoming = position == n - 2;  // the far end sends its own input (avg scales it)
+    int reduced = builder.add(reduce);
     if (isRoot) {
       if (shape.average) {
         Step divide{StepKind::Divide, -1, partial, {}};

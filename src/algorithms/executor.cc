@@ -15,6 +15,7 @@
 #include "base/datatype.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/stream_copy.h"
 
@@ -42,8 +43,10 @@ char* stagingBuffer(size_t bytes) {
 // What a receive does with each arriving piece: copy it, or reduce it with a local operand.
 class StepSink final : public transport::RecvSink {
  public:
-  StepSink(char* dst, const char* local, const CallSpec& call, const ExecutionContext& context, size_t elementBytes)
-      : dst_(dst), local_(local), call_(call), context_(context), elementBytes_(elementBytes) {}
+  StepSink(char* dst, const char* local, const CallSpec& call, const ExecutionContext& context, size_t elementBytes,
+           bool rawIncoming)
+      : dst_(dst), local_(local), call_(call), context_(context), elementBytes_(elementBytes),
+        rawIncoming_(rawIncoming) {}
 
   char* destination() override {
     return local_ == nullptr && !context_.streamCopies ? dst_ : nullptr;
@@ -59,19 +62,30 @@ class StepSink final : public transport::RecvSink {
     } else if (context_.streamReductions) {
       // Reduce into a cache-resident buffer, then write the output once, around the cache.
       char* staged = stagingBuffer(bytes);
-      kernels::reduce(call_.type, call_.op, staged, local_ + offset, data, bytes / elementBytes_);
+      combine(staged, local_ + offset, data, bytes / elementBytes_);
       kernels::streamCopy(dst_ + offset, staged, bytes);
     } else {
-      kernels::reduce(call_.type, call_.op, dst_ + offset, local_ + offset, data, bytes / elementBytes_);
+      combine(dst_ + offset, local_ + offset, data, bytes / elementBytes_);
     }
   }
 
  private:
+  // avg scales the inputs as they enter the sum (kernels/host/canonical_reduce.h); one branch
+  // per piece, not per element.
+  void combine(char* out, const char* local, const void* data, size_t count) const {
+    if (call_.op == loomAvg) {
+      kernels::reduceAverage(call_.type, out, local, data, count, context_.nranks, rawIncoming_);
+    } else {
+      kernels::reduce(call_.type, call_.op, out, local, data, count);
+    }
+  }
+
   char* dst_;
   const char* local_;
   const CallSpec& call_;
   const ExecutionContext& context_;
   size_t elementBytes_;
+  bool rawIncoming_;
 };
 
 // One direction of one peer: its steps in order, and the one in flight.
@@ -114,7 +128,7 @@ class Run {
     }
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
-      if (step.kind == StepKind::Copy || step.kind == StepKind::Divide) {
+      if (step.kind == StepKind::Copy || step.kind == StepKind::Divide || step.kind == StepKind::ReduceRanks) {
         local_.push_back(static_cast<int>(i));
         continue;
       }
@@ -190,8 +204,8 @@ class Run {
   }
 
   bool ready(int index) const {
-    const int dependency = schedule_.steps[index].dependsOn;
-    return dependency < 0 || done_[dependency];
+    const Step& step = schedule_.steps[index];
+    return (step.dependsOn < 0 || done_[step.dependsOn]) && (step.alsoDependsOn < 0 || done_[step.alsoDependsOn]);
   }
 
   const char* source(const Range& range) const {
@@ -224,14 +238,23 @@ class Run {
       if (step.kind == StepKind::Copy) {
         const char* src = source(step.src);
         if (src != dst) std::memmove(dst, src, step.dst.bytes);
+      } else if (step.kind == StepKind::Divide) {
+        kernels::finishAverage(call_.type, dst, step.dst.bytes / elementBytes_, context_.nranks);
       } else {
-        kernels::divide(call_.type, dst, dst, step.dst.bytes / elementBytes_, context_.nranks);
+        reduceRanks(step, dst);
       }
       complete(*it);
       it = local_.erase(it);
       moved = true;
     }
     return moved;
+  }
+
+  // Rank j's operand is step.src + j * stride (deterministicReduce lays them out by rank).
+  void reduceRanks(const Step& step, char* dst) {
+    rankSources_.resize(static_cast<size_t>(step.blocks));
+    for (int j = 0; j < step.blocks; ++j) rankSources_[j] = source(step.src) + step.stride * static_cast<size_t>(j);
+    kernels::reduceRanks(call_.type, call_.op, dst, rankSources_.data(), step.blocks, step.dst.bytes / elementBytes_);
   }
 
   // Posts the next step of a lane when the lane is idle and the step is ready.
@@ -245,7 +268,7 @@ class Run {
       lanes.connection->postSend(region, step.src.offset, step.src.bytes);
     } else {
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
-      lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_);
+      lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
     }
     return true;
@@ -427,6 +450,7 @@ class Run {
   std::vector<bool> done_;
   size_t remaining_ = 0;
   std::vector<int> local_;
+  std::vector<const void*> rankSources_;
   std::map<int, PeerLanes> lanes_;
   std::vector<Registration> registered_;
   transport::CallTag tag_;

@@ -50,7 +50,9 @@ Schedule ringAllReduce(const CollectiveShape& shape) {
       if (p < recvPieces) {
         Range dst = builder.piece(Buffer::Recv, recvOffset, recvBytes, p);
         Range local = builder.piece(Buffer::Send, recvOffset, recvBytes, p);
-        produced[p] = builder.add(Step{StepKind::RecvReduce, left, dst, local});
+        Step reduce{StepKind::RecvReduce, left, dst, local};
+        reduce.rawIncoming = s == 0;  // step 0 brings the left neighbour's own input (avg scales it)
+        produced[p] = builder.add(reduce);
       }
     }
     lastStep = std::move(produced);

@@ -37,7 +37,9 @@ Schedule ringReduceScatter(const CollectiveShape& shape) {
       Range dst = last ? builder.piece(Buffer::Recv, 0, ring.blockBytes, p)
                        : builder.piece(Buffer::Scratch, ring.offset(recvBlock), ring.blockBytes, p);
       Range local = builder.piece(Buffer::Send, ring.offset(recvBlock), ring.blockBytes, p);
-      produced[p] = builder.add(Step{StepKind::RecvReduce, ring.left, dst, local});
+      Step reduce{StepKind::RecvReduce, ring.left, dst, local};
+      reduce.rawIncoming = s == 0;  // step 0 brings the left neighbour's own input (avg scales it)
+      produced[p] = builder.add(reduce);
     }
     lastStep = std::move(produced);
   }

@@ -67,6 +67,7 @@ Schedule buildSchedule(const CollectiveShape& shape) {
     throwInternal("buildSchedule: bad rank " + std::to_string(shape.rank) + " of " +
                   std::to_string(shape.nranks));
   }
+  if (shape.deterministic && hasOp(shape.collective)) return deterministicReduce(shape);
   if (shape.ringOrder != nullptr && !isIdentity(*shape.ringOrder)) {
     if (static_cast<int>(shape.ringOrder->size()) != shape.nranks) {
       throwInternal("buildSchedule: ring order of " + std::to_string(shape.ringOrder->size()) + " ranks for " +
@@ -131,6 +132,9 @@ void Schedule::measure() {
   };
   for (const Step& step : steps) {
     if (step.kind == StepKind::Send || step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy) extend(step.src);
+    if (step.kind == StepKind::ReduceRanks && step.blocks > 0) {
+      extend(Range{step.src.buffer, step.src.offset + step.stride * static_cast<size_t>(step.blocks - 1), step.src.bytes});
+    }
     if (step.kind != StepKind::Send) extend(step.dst);
   }
 }
@@ -148,6 +152,9 @@ std::string describe(const Step& step) {
              std::to_string(step.peer);
     case StepKind::Copy: return "copy " + range(step.dst) + " = " + range(step.src);
     case StepKind::Divide: return "divide " + range(step.dst);
+    case StepKind::ReduceRanks:
+      return "reduce-ranks " + range(step.dst) + " = " + std::to_string(step.blocks) + " x " + range(step.src) +
+             " stride " + std::to_string(step.stride);
   }
   return "?";
 }

@@ -32,7 +32,10 @@ enum class StepKind : uint8_t {
   Recv,        // receive from `peer` into `dst`
   RecvReduce,  // receive from `peer`, dst = src (local operand) op incoming
   Copy,        // dst = src, locally (skipped when they are the same memory)
-  Divide,      // dst = dst / nranks (avg's final step)
+  Divide,      // avg's final step: dst = dst / nranks (integers), / averageDivisor (floats)
+  // Deterministic mode: dst = the canonical reduction of `blocks` ranges, src + j * stride
+  // holding rank j's input (kernels/host/canonical_reduce.h), avg included.
+  ReduceRanks,
 };
 
 struct Step {
@@ -41,6 +44,12 @@ struct Step {
   Range dst;           // Recv, RecvReduce, Copy, Divide
   Range src;           // Send, RecvReduce (local operand), Copy
   int dependsOn = -1;  // index of an earlier step of this schedule, or -1
+  int alsoDependsOn = -1;  // a second one (deterministic mode reuses its scratch)
+  // RecvReduce of avg: the incoming data is a peer's raw input, not a partial sum, so it is
+  // scaled like the local operand (reduce_ops.h, "avg").
+  bool rawIncoming = false;
+  size_t stride = 0;  // ReduceRanks: bytes from one rank's block to the next
+  int blocks = 0;     // ReduceRanks: how many (the rank count)
 };
 
 struct Schedule {
@@ -64,6 +73,9 @@ struct CollectiveShape {
   int root = 0;             // broadcast, reduce
   bool average = false;     // op is avg: append Divide steps
   size_t pieceBytes = 256 * 1024;  // pipelining granularity (rounded down to whole elements)
+  // Deterministic mode: all-reduce, reduce-scatter and reduce gather every rank's raw input
+  // and reduce it in rank order (deterministicReduce).
+  bool deterministic = false;
   // Ring position -> rank (a permutation chosen from the topology); null means rank order.
   // Generators work on positions; buildSchedule maps peers and rank-indexed blocks back.
   const std::vector<int>* ringOrder = nullptr;
@@ -79,6 +91,7 @@ Schedule ringAllGather(const CollectiveShape& shape);
 Schedule ringReduceScatter(const CollectiveShape& shape);
 Schedule chainBroadcast(const CollectiveShape& shape);
 Schedule chainReduce(const CollectiveShape& shape);
+Schedule deterministicReduce(const CollectiveShape& shape);  // follows shape.ringOrder itself
 
 // Helpers shared by the generators (schedule.cc).
 

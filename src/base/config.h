@@ -41,6 +41,7 @@ enum class Knob {
   Algo,
   DirectEagerBytes,
   Cma,
+  Deterministic,
   DirectChunkBytes,
   StreamCopyBytes,
   StreamReduceBytes,

@@ -87,6 +87,12 @@ constexpr Entry kEntries[] = {
      .doc = "`1`: large single-host collectives read peers' buffers with `process_vm_readv` (one "
             "copy) instead of the ring; probed at init, off where ptrace rules forbid it. Off by "
             "default: slower than the ring on the VMs we measured (see Performance)"},
+    {.knob = Knob::Deterministic, .name = "LOOM_DETERMINISTIC", .type = Type::Flag,
+     .scope = Scope::Library, .defaultValue = "0",
+     .doc = "`1`: all-reduce, reduce-scatter and reduce give bitwise the same result for any "
+            "message size, element position, algorithm and transport: every element reduced in "
+            "rank order, accumulated wide, rounded once (see Datatypes and numerics; must match on "
+            "all ranks)"},
     {.knob = Knob::DirectChunkBytes, .name = "LOOM_DIRECT_CHUNK_BYTES", .type = Type::Integer,
      .scope = Scope::Library, .min = 4096, .max = 1024 * kMiB, .defaultValue = "262144",
      .doc = "single-copy granularity (staging chunk and progress unit)"},

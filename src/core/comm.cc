@@ -184,6 +184,7 @@ void Communicator::execute(const algo::CallSpec& call) {
   shape.elementBytes = typeSize(call.type);
   shape.root = call.root;
   shape.average = call.op == loomAvg && nranks_ > 1;
+  shape.deterministic = settings_.deterministic;
   shape.pieceBytes = settings_.pieceBytes;
   shape.ringOrder = &links_->ringOrder();
   const algo::Schedule& schedule = schedules_.scheduleFor(shape);

@@ -31,6 +31,7 @@ struct Connector::PeerInfo {
   uint64_t directChunkBytes;
   uint64_t crossMemoryProbe;  // address of a word peers try to read with process_vm_readv
   uint64_t topologyDigest;    // rings from LOOM_TOPO_FILE / LOOM_GRAPH_FILE; 0 without
+  uint64_t deterministic;     // LOOM_DETERMINISTIC / config.deterministic: every rank alike
   int32_t package;            // CPU socket and NUMA node this rank runs on (-1 unknown)
   int32_t numaNode;
 };
@@ -60,6 +61,7 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   mine.crossMemoryAllowed = settings.crossMemoryEnabled;
   mine.directEagerBytes = settings.directEagerBytes;
   mine.directChunkBytes = settings.directChunkBytes;
+  mine.deterministic = settings.deterministic ? 1 : 0;
   mine.crossMemoryProbe = algo::directProbeAddress();
   const std::unique_ptr<topology::TopologyResult> topology = loadTopology(rank_, commName);
   mine.topologyDigest = topologyDigest(topology.get());
@@ -80,6 +82,7 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   requireSame("LOOM_PIECE_BYTES", &PeerInfo::pieceBytes);
   requireSame("LOOM_DIRECT_EAGER_BYTES", &PeerInfo::directEagerBytes);
   requireSame("LOOM_DIRECT_CHUNK_BYTES", &PeerInfo::directChunkBytes);
+  requireSame("LOOM_DETERMINISTIC (or config.deterministic)", &PeerInfo::deterministic);
   requireSame("the ring from LOOM_TOPO_FILE/LOOM_GRAPH_FILE (digest)", &PeerInfo::topologyDigest);
   requireSame("the list of registered transports (digest)", &PeerInfo::registryDigest);
 
@@ -178,6 +181,7 @@ void Connector::setUpDirect(Bootstrap& bootstrap, const Facts& facts, const std:
   setup.settings.chunkBytes = settings.directChunkBytes;
   setup.settings.streamBytes = settings.streamCopyBytes;
   setup.settings.checkCalls = settings.checkLevel >= 1;
+  setup.settings.deterministic = settings.deterministic;
   setup.commUid = bootstrap.commUid();
   setup.timeoutMs = settings.timeoutMs;
   setup.abortFlag = callStop;

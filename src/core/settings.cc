@@ -41,6 +41,7 @@ CommSettings fromEnvironment() {
   settings.streamCopyBytes = static_cast<size_t>(config::integer(Knob::StreamCopyBytes));
   settings.streamReduceBytes = static_cast<size_t>(config::integer(Knob::StreamReduceBytes));
   settings.checkLevel = static_cast<int>(config::integer(Knob::Check));
+  settings.deterministic = config::flag(Knob::Deterministic);
   return settings;
 }
 
@@ -72,6 +73,11 @@ CommSettings resolveSettings(const loomConfig_t* config) {
   if (config->size >= offsetof(loomConfig_t, timeoutMs) + sizeof(int) && isSet(config->timeoutMs)) {
     if (config->timeoutMs <= 0) throwArgument("config.timeoutMs must be > 0");
     settings.timeoutMs = config->timeoutMs;
+  }
+  // A layout older than the deterministic field leaves it to LOOM_DETERMINISTIC.
+  if (config->size >= offsetof(loomConfig_t, deterministic) + sizeof(int) && isSet(config->deterministic)) {
+    if (config->deterministic != 0 && config->deterministic != 1) throwArgument("config.deterministic must be 0 or 1");
+    settings.deterministic = config->deterministic == 1;
   }
   return settings;
 }

@@ -35,6 +35,9 @@ struct CommSettings {
   // collective, type, op, root and count across ranks (loomInvalidUsage on a mismatch);
   // 2 also checks reduction inputs and results for NaN and infinity.
   int checkLevel = 1;
+  // LOOM_DETERMINISTIC / config.deterministic: reductions give the same bits for any message
+  // size, position, algorithm and transport (algorithms/deterministic_reduce.cc).
+  bool deterministic = false;
 };
 
 // Validates `config` (may be null) and merges it with the environment. Throws

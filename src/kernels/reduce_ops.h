@@ -7,16 +7,17 @@
 // - float/double: IEEE arithmetic in T.
 // - Float16/Bfloat16: convert both operands to float32, apply the float32 operator, round the
 //   result once to nearest even (half_float.h).
-// - max/min and NaN: max(a, b) = (a > b || b is NaN) ? a : b, and min likewise with <. So a NaN
-//   operand loses to a number (as CUDA fmaxf and IEEE 754-2019 maximumNumber do), two NaNs give
-//   the first, and equal operands (+0 and -0 included) give the second. The result is always
-//   one operand's bits (for 16-bit types: after the float32 round trip, which quiets NaNs).
-//   Infinities order naturally. The host vector kernels apply these same functors lane by lane
-//   (host_kernel_table.h), so no path has its own copy of the rule; the unit tests check every
-//   path against an independently written reference.
+// - max/min of floats follow IEEE 754-2019 maximum/minimum: a NaN operand makes the result
+//   NaN (NaN propagates, as through sum and prod, whichever rank holds it), and -0 < +0, so
+//   max(+0, -0) = +0 and min(+0, -0) = -0 in either order. Otherwise the result is one
+//   operand's bits. Infinities order naturally. The host vector kernels apply these same
+//   functors lane by lane (host_kernel_table.h), so no path has its own copy of the rule; the
+//   unit tests check every path against an independently written reference.
 // - Sum/prod of NaNs yield NaN; which payload is not specified (x86 and GPUs differ).
-// - avg: reduces with Sum, then divideBy() once at the end. Integers truncate toward zero (as
-//   NCCL); floats divide in their own precision, 16-bit types in float32 then round.
+// - avg: integers reduce with Sum, then divideBy() once at the end, truncating toward zero
+//   (as NCCL). Floats scale every input by 2^-k, where 2^k >= 2n (exact), sum, and divide by
+//   n * 2^-k at the end (averageDivisor): the same bits as sum-then-divide in the normal
+//   range, but the sum cannot overflow when the mean is representable (canonical_reduce.h).
 //
 // LOOM_HOST_DEVICE (from half_float.h) marks what nvcc also compiles for the GPU.
 #pragma once
@@ -84,6 +85,22 @@ struct Prod {
   }
 };
 
+namespace detail {
+// IEEE 754-2019 maximum (isMax) or minimum of two floats: NaN propagates (a + b is NaN and
+// keeps a NaN operand's payload), -0 < +0. Written as selects so the vector kernels stay
+// branch-free.
+template <typename T>
+LOOM_HOST_DEVICE inline T extremum(T a, T b, bool isMax) {
+  const T larger = a > b ? a : b, smaller = a < b ? a : b;
+  // Equal operands: the same value, or +0 and -0. a + b of two zeros is +0 unless both are
+  // -0, which is max's rule; -((-a) + (-b)) is -0 unless both are +0, min's rule.
+  const T zeros = isMax ? a + b : -((-a) + (-b));
+  const T equal = a == T(0) ? zeros : a;
+  const T ordered = a == b ? equal : (isMax ? larger : smaller);
+  return (isNan(a) || isNan(b)) ? a + b : ordered;
+}
+}  // namespace detail
+
 template <typename T>
 struct Max {
   template <typename U>
@@ -92,8 +109,10 @@ struct Max {
   LOOM_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (kIsHalfType<T>) {
       return T::fromFloat(Max<float>()(a.toFloat(), b.toFloat()));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return detail::extremum(a, b, true);  // the rule at the top of this file
     } else {
-      return (a > b || detail::isNan(b)) ? a : b;  // the rule at the top of this file
+      return a > b ? a : b;
     }
   }
 };
@@ -106,8 +125,10 @@ struct Min {
   LOOM_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (kIsHalfType<T>) {
       return T::fromFloat(Min<float>()(a.toFloat(), b.toFloat()));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return detail::extremum(a, b, false);
     } else {
-      return (a < b || detail::isNan(b)) ? a : b;
+      return a < b ? a : b;
     }
   }
 };
@@ -127,6 +148,25 @@ LOOM_HOST_DEVICE inline T divideBy(T value, int divisor) {
   } else {
     return value / static_cast<T>(divisor);
   }
+}
+
+// Floating-point avg (see the top of this file): inputs are scaled by averageScale(n) =
+// 2^-k with 2^k >= 2n, the scaled values summed, and the sum divided by averageDivisor(n) =
+// n * 2^-k. Both are powers of two times small integers: exact in every float type. The true
+// scaled sum is at most half the largest finite value, so rounding cannot carry it to
+// infinity either.
+LOOM_HOST_DEVICE inline int averageShift(int nranks) {
+  int shift = 1;
+  while ((1 << shift) < 2 * nranks) ++shift;
+  return shift;
+}
+template <typename A>
+LOOM_HOST_DEVICE inline A averageScale(int nranks) {
+  return A(1) / static_cast<A>(1 << averageShift(nranks));
+}
+template <typename A>
+LOOM_HOST_DEVICE inline A averageDivisor(int nranks) {
+  return static_cast<A>(nranks) / static_cast<A>(1 << averageShift(nranks));
 }
 
 // Calls fn(T{}) with the C++ value type of a datatype; returns false for the types the

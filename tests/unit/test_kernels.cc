@@ -66,8 +66,8 @@ bool isNanValue(T value) {
 }
 
 // The reference semantics, written without reduce_ops.h: integers wrap (64-bit unsigned
-// arithmetic truncated to T); max/min return the non-NaN operand, the first of two NaNs, and
-// the second of two equal operands; 16-bit floats compute in float32 and round once.
+// arithmetic truncated to T); max/min propagate NaN and order -0 below +0; 16-bit floats
+// compute in float32 and round once.
 template <typename T>
 T reference(loomRedOp_t op, T a, T b) {
   if constexpr (kIsHalf<T>) {
@@ -93,8 +93,12 @@ T reference(loomRedOp_t op, T a, T b) {
       case loomProd:
         return a * b;
       default:
-        if (std::isnan(b)) return a;
-        if (std::isnan(a)) return b;
+        if (std::isnan(a)) return a;  // NaN propagates (IEEE 754-2019 maximum/minimum)
+        if (std::isnan(b)) return b;
+        if (a == b) {  // -0 < +0
+          const bool aFirst = op == loomMax ? !std::signbit(a) : std::signbit(a);
+          return aFirst ? a : b;
+        }
         if (op == loomMax) return a > b ? a : b;
         return a < b ? a : b;
     }
@@ -157,8 +161,9 @@ std::string describe(T value) {
 // Exact match; for sum/prod two NaNs also match (which NaN payload wins is unspecified).
 template <typename T>
 bool sameResult(loomRedOp_t op, T got, T want) {
+  (void)op;  // which NaN payload survives is not specified for any op (reduce_ops.h)
   if (bitsOf(got) == bitsOf(want)) return true;
-  return op != loomMax && op != loomMin && isNanValue(got) && isNanValue(want);
+  return isNanValue(got) && isNanValue(want);
 }
 
 enum class Layout { Separate, DstIsA, DstIsB };
@@ -284,6 +289,7 @@ void expectEverywhere(loomRedOp_t op, T a, T b, T want) {
     std::vector<T> lhs(kCount, a), rhs(kCount, b), out(kCount);
     reduceWithIsa(isa, dataTypeOf<T>(), op, out.data(), lhs.data(), rhs.data(), kCount);
     for (size_t i = 0; i < kCount; ++i) {
+      if (isNanValue(want) && isNanValue(out[i])) continue;  // any NaN payload
       ASSERT_EQ(bitsOf(out[i]), bitsOf(want))
           << hostIsaName(isa) << " " << opName(op) << "(" << describe(a) << ", " << describe(b)
           << ") element " << i << " gave " << describe(out[i]);
@@ -346,7 +352,7 @@ class MaxMinRuleTest : public ::testing::Test {};
 using FloatTypes = ::testing::Types<float, double, Float16, Bfloat16>;
 TYPED_TEST_SUITE(MaxMinRuleTest, FloatTypes);
 
-TYPED_TEST(MaxMinRuleTest, NanLosesToNumbersAndTiesGiveTheSecondOperand) {
+TYPED_TEST(MaxMinRuleTest, NanPropagatesAndMinusZeroIsBelowPlusZero) {
   struct Case {
     loomRedOp_t op;
     Sym a, b, want;
@@ -355,26 +361,27 @@ TYPED_TEST(MaxMinRuleTest, NanLosesToNumbersAndTiesGiveTheSecondOperand) {
   const Case cases[] = {
       {loomMax, S::One, S::Two, S::Two},
       {loomMax, S::Two, S::One, S::Two},
-      {loomMax, S::NanA, S::One, S::One},
-      {loomMax, S::One, S::NanA, S::One},
-      {loomMax, S::NanA, S::NegInf, S::NegInf},
-      {loomMax, S::NegInf, S::NanB, S::NegInf},
+      {loomMax, S::NanA, S::One, S::NanA},
+      {loomMax, S::One, S::NanA, S::NanA},
+      {loomMax, S::NanA, S::NegInf, S::NanA},
+      {loomMax, S::NegInf, S::NanB, S::NanB},
       {loomMax, S::NanA, S::NanB, S::NanA},
-      {loomMax, S::NanB, S::NanA, S::NanB},
       {loomMax, S::PosInf, S::Two, S::PosInf},
       {loomMax, S::NegInf, S::Two, S::Two},
-      {loomMax, S::PosZero, S::NegZero, S::NegZero},
+      {loomMax, S::PosZero, S::NegZero, S::PosZero},
       {loomMax, S::NegZero, S::PosZero, S::PosZero},
+      {loomMax, S::NegZero, S::NegZero, S::NegZero},
       {loomMin, S::One, S::Two, S::One},
       {loomMin, S::Two, S::One, S::One},
-      {loomMin, S::NanA, S::One, S::One},
-      {loomMin, S::One, S::NanA, S::One},
-      {loomMin, S::NanB, S::PosInf, S::PosInf},
-      {loomMin, S::PosInf, S::NanA, S::PosInf},
+      {loomMin, S::NanA, S::One, S::NanA},
+      {loomMin, S::One, S::NanA, S::NanA},
+      {loomMin, S::NanB, S::PosInf, S::NanB},
+      {loomMin, S::PosInf, S::NanA, S::NanA},
       {loomMin, S::NanA, S::NanB, S::NanA},
       {loomMin, S::NegInf, S::Two, S::NegInf},
       {loomMin, S::PosZero, S::NegZero, S::NegZero},
-      {loomMin, S::NegZero, S::PosZero, S::PosZero},
+      {loomMin, S::NegZero, S::PosZero, S::NegZero},
+      {loomMin, S::PosZero, S::PosZero, S::PosZero},
   };
   for (const Case& c : cases) {
     expectEverywhere<TypeParam>(c.op, make<TypeParam>(c.a), make<TypeParam>(c.b),

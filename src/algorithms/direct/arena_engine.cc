@@ -6,6 +6,7 @@
 #include "algorithms/direct/direct_wait.h"
 #include "base/datatype.h"
 #include "base/error.h"
+#include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/stream_copy.h"
 #include "transport/shm/cross_memory.h"
@@ -45,7 +46,8 @@ ArenaEngine::ArenaEngine(std::unique_ptr<transport::ShmArena> arena, std::vector
       settings_(settings),
       timeoutMs_(timeoutMs),
       abortFlag_(abortFlag),
-      knownPosted_(pids_.size(), 0) {
+      knownPosted_(pids_.size(), 0),
+      rankInputs_(pids_.size(), nullptr) {
   for (int r = 0; r < nranks_; ++r) bells_.emplace_back(&arena_->doorbell(r));
   if (settings_.crossMemory) {
     // Persistent and pre-faulted: page faults cost ~11 us each on this class of VM.
@@ -70,7 +72,7 @@ void ArenaEngine::announceDeparture() {
 size_t ArenaEngine::elementBytes(const CallSpec& call) const { return typeSize(call.type); }
 
 bool ArenaEngine::handles(const CallSpec& call) const {
-  return eager(call) || settings_.crossMemory;
+  return eager(call) || (settings_.crossMemory && !(settings_.deterministic && hasOp(call.collective)));
 }
 
 void ArenaEngine::run(const CallSpec& call, const Describe& describe) {
@@ -202,10 +204,16 @@ void ArenaEngine::reduceFromPeers(const CallSpec& call, uint64_t offset, size_t 
   for (int step = 1; step < nranks_; ++step) {
     const int peer = (rank_ + step) % nranks_;
     readPeer(peer, peers[peer].send + offset, incoming, bytes, describe);
-    kernels::reduce(call.type, call.op, accumulator, accumulated, incoming, elements);
+    if (call.op == loomAvg) {
+      // The peer's raw input is the scaled operand; the accumulator is scaled already except
+      // at the first step, when it is still this rank's raw input (canonical_reduce.h).
+      kernels::reduceAverage(call.type, accumulator, incoming, accumulated, elements, nranks_, step == 1);
+    } else {
+      kernels::reduce(call.type, call.op, accumulator, accumulated, incoming, elements);
+    }
     accumulated = accumulator;
   }
-  if (call.op == loomAvg) kernels::divide(call.type, accumulator, accumulator, elements, nranks_);
+  if (call.op == loomAvg) kernels::finishAverage(call.type, accumulator, elements, nranks_);
   if (stream) kernels::streamCopy(dst, accumulator, bytes);
 }
 

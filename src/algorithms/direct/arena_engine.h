@@ -80,6 +80,12 @@ class ArenaEngine final : public DirectEngine {
   void broadcast(const CallSpec& call, const Describe& describe);
   void reduceScatter(const CallSpec& call, const Describe& describe);
   void reduce(const CallSpec& call, const Describe& describe);
+  // dst = every rank's posted input at `offset` bytes reduced (eager calls): in rank order,
+  // pairwise with the vector kernels where that is already one rounding per element in the
+  // canonical order (integers, float32/float64 but avg), else with the canonical kernel
+  // (16-bit floats accumulate in float32 and round once; avg cannot overflow). Always the
+  // canonical kernel in deterministic mode.
+  void reducePosted(const CallSpec& call, void* dst, size_t offset);
   // dst = mine op (every peer's input at `offset`, `bytes` <= chunkBytes long), read with
   // single-copy reads into the staging chunk. `stream`: accumulate in staging (cache) and
   // write dst once with non-temporal stores.
@@ -100,6 +106,7 @@ class ArenaEngine final : public DirectEngine {
   mutable std::vector<transport::Doorbell> bells_;  // by rank, in the arena (waits sleep on our own)
   std::vector<uint64_t> knownPosted_;  // per peer: highest sequence seen posted
   char* staging_ = nullptr;            // two chunks, pre-faulted
+  std::vector<const void*> rankInputs_;  // reducePosted's operands, by rank (no allocation per call)
 };
 
 }  // namespace loom::algo

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/direct/arena_engine.h"
+#include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 
 namespace loom::algo {
@@ -13,6 +14,22 @@ const char* at(const void* base, size_t offset) { return static_cast<const char*
 char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
 }  // namespace
 
+void ArenaEngine::reducePosted(const CallSpec& call, void* dst, size_t offset) {
+  const uint64_t sequence = call.sequence;
+  const bool canonical = settings_.deterministic || call.op == loomAvg || call.type == loomFloat16 ||
+                         call.type == loomBfloat16;
+  if (canonical) {
+    for (int rank = 0; rank < nranks_; ++rank) rankInputs_[rank] = peerPayload(rank, sequence) + offset;
+    kernels::reduceRanks(call.type, call.op, dst, rankInputs_.data(), nranks_, call.count);
+    return;
+  }
+  kernels::reduce(call.type, call.op, dst, peerPayload(0, sequence) + offset, peerPayload(1, sequence) + offset,
+                  call.count);
+  for (int rank = 2; rank < nranks_; ++rank) {
+    kernels::reduce(call.type, call.op, dst, dst, peerPayload(rank, sequence) + offset, call.count);
+  }
+}
+
 // Every rank reduces every element, in rank order, from the posted copies: identical results
 // everywhere, and no second synchronisation (the posts themselves say the data is there).
 void ArenaEngine::allReduceEager(const CallSpec& call, const Describe& describe) {
@@ -20,12 +37,7 @@ void ArenaEngine::allReduceEager(const CallSpec& call, const Describe& describe)
   publish(call, call.send, bytes, describe);
   awaitPosts(call, describe);
   if (call.count == 0) return;
-  kernels::reduce(call.type, call.op, call.recv, peerPayload(0, call.sequence), peerPayload(1, call.sequence),
-                  call.count);
-  for (int rank = 2; rank < nranks_; ++rank) {
-    kernels::reduce(call.type, call.op, call.recv, call.recv, peerPayload(rank, call.sequence), call.count);
-  }
-  if (call.op == loomAvg) kernels::divide(call.type, call.recv, call.recv, call.count, nranks_);
+  reducePosted(call, call.recv, 0);
 }
 
 // Phase 1: this rank's segment, chunk by chunk: read each peer's piece into the staging chunk

@@ -32,6 +32,9 @@ struct DirectSettings {
   bool crossMemory = false;        // process_vm_readv works between every pair of ranks
   bool oversubscribed = false;     // more ranks on this host than cores to run them
   bool checkCalls = true;          // LOOM_CHECK >= 1: ranks that disagree on a call fail
+  // LOOM_DETERMINISTIC: eager reductions use the canonical kernel; larger ones are left to the
+  // deterministic schedule (single-copy reads reduce in a rank-rotated order).
+  bool deterministic = false;
 };
 
 class DirectEngine {

@@ -21,12 +21,7 @@ void ArenaEngine::reduceScatter(const CallSpec& call, const Describe& describe) 
     publish(call, call.send, call.inputBytes(nranks_), describe);
     awaitPosts(call, describe);
     if (call.count == 0) return;
-    kernels::reduce(call.type, call.op, call.recv, peerPayload(0, sequence) + base,
-                    peerPayload(1, sequence) + base, call.count);
-    for (int rank = 2; rank < nranks_; ++rank) {
-      kernels::reduce(call.type, call.op, call.recv, call.recv, peerPayload(rank, sequence) + base, call.count);
-    }
-    if (call.op == loomAvg) kernels::divide(call.type, call.recv, call.recv, call.count, nranks_);
+    reducePosted(call, call.recv, base);
     return;
   }
   const Addresses mine{reinterpret_cast<uint64_t>(call.send), reinterpret_cast<uint64_t>(call.recv)};
@@ -52,11 +47,7 @@ void ArenaEngine::reduce(const CallSpec& call, const Describe& describe) {
     publish(call, call.send, bytes, describe);
     awaitPosts(call, describe);
     if (!root || call.count == 0) return;
-    kernels::reduce(call.type, call.op, call.recv, peerPayload(0, sequence), peerPayload(1, sequence), call.count);
-    for (int rank = 2; rank < nranks_; ++rank) {
-      kernels::reduce(call.type, call.op, call.recv, call.recv, peerPayload(rank, sequence), call.count);
-    }
-    if (call.op == loomAvg) kernels::divide(call.type, call.recv, call.recv, call.count, nranks_);
+    reducePosted(call, call.recv, 0);
     return;
   }
   const Addresses mine{reinterpret_cast<uint64_t>(call.send), reinterpret_cast<uint64_t>(call.recv)};

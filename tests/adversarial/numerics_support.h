@@ -1,0 +1,141 @@
+// Shared by test_numerics.cc and test_deterministic.cc (issue 14, finding 6): values as raw
+// bits of any datatype, the three reducing collectives run on one communicator with every
+// rank's output checked element by element, and the reference reduction Loom documents for
+// deterministic mode (canonical rank order, wide accumulator, one rounding).
+#pragma once
+
+#include <loom.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/half_float.h"
+#include "tests/support/multiprocess.h"
+
+namespace loom::test::numerics {
+
+using kernels::Bfloat16;
+using kernels::Float16;
+
+inline size_t sizeOf(loomDataType_t type) {
+  switch (type) {
+    case loomInt8: case loomUint8: return 1;
+    case loomFloat16: case loomBfloat16: return 2;
+    case loomInt32: case loomUint32: case loomFloat32: return 4;
+    default: return 8;
+  }
+}
+inline bool isFloatType(loomDataType_t type) {
+  return type == loomFloat16 || type == loomBfloat16 || type == loomFloat32 || type == loomFloat64;
+}
+inline const char* typeLabel(loomDataType_t type) {
+  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                "float16", "float32", "float64", "bfloat16"};
+  return static_cast<int>(type) < 10 ? names[type] : "?";
+}
+inline const char* opLabel(loomRedOp_t op) {
+  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
+  return static_cast<int>(op) < 5 ? names[op] : "?";
+}
+
+// Raw bits <-> the widest value of a float type (float for 16-bit types and float32).
+inline double floatOf(loomDataType_t type, uint64_t bits) {
+  switch (type) {
+    case loomFloat16: return Float16::fromBits(static_cast<uint16_t>(bits)).toFloat();
+    case loomBfloat16: return Bfloat16::fromBits(static_cast<uint16_t>(bits)).toFloat();
+    case loomFloat32: { float f; uint32_t b = static_cast<uint32_t>(bits); std::memcpy(&f, &b, 4); return f; }
+    default: { double d; std::memcpy(&d, &bits, 8); return d; }
+  }
+}
+inline uint64_t bitsOf(loomDataType_t type, double value) {  // value already exact in `type`
+  switch (type) {
+    case loomFloat16: return Float16::fromFloat(static_cast<float>(value)).bits;
+    case loomBfloat16: return Bfloat16::fromFloat(static_cast<float>(value)).bits;
+    case loomFloat32: { float f = static_cast<float>(value); uint32_t b; std::memcpy(&b, &f, 4); return b; }
+    default: { uint64_t b; std::memcpy(&b, &value, 8); return b; }
+  }
+}
+inline bool isNanBits(loomDataType_t type, uint64_t bits) { return isFloatType(type) && std::isnan(floatOf(type, bits)); }
+
+inline uint64_t load(const void* buffer, size_t index, size_t size) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, static_cast<const char*>(buffer) + index * size, size);  // little-endian
+  return bits;
+}
+inline void store(void* buffer, size_t index, size_t size, uint64_t bits) {
+  std::memcpy(static_cast<char*>(buffer) + index * size, &bits, size);
+}
+
+// Element `index` of rank `rank`'s input (the collective's input index space).
+using InputFn = std::function<uint64_t(int rank, size_t index)>;
+// The expected bits at input index `index`; `matches` may accept more than one (NaN payloads).
+using ExpectFn = std::function<uint64_t(size_t index)>;
+using MatchFn = std::function<bool(uint64_t got, uint64_t want)>;
+
+inline bool bitwiseEqual(uint64_t got, uint64_t want) { return got == want; }
+
+enum class Coll { AllReduce, ReduceScatter, Reduce };
+inline const char* collLabel(Coll coll) {
+  return coll == Coll::AllReduce ? "allreduce" : coll == Coll::ReduceScatter ? "reducescatter" : "reduce";
+}
+
+// Runs one collective on `comm` (every rank calls it alike) and checks this rank's output.
+// count: all-reduce/reduce elements; reduce-scatter: recvcount. Reduce's root is the last rank.
+inline void runAndCheck(loomComm_t comm, int rank, int nranks, Coll coll, loomDataType_t type, loomRedOp_t op,
+                        size_t count, const InputFn& input, const ExpectFn& expect, const MatchFn& matches,
+                        const std::string& label) {
+  const size_t size = sizeOf(type);
+  const size_t inputCount = coll == Coll::ReduceScatter ? count * nranks : count;
+  std::vector<char> send(inputCount * size + 1), recv(count * size + 1);
+  for (size_t i = 0; i < inputCount; ++i) store(send.data(), i, size, input(rank, i));
+  const int root = nranks - 1;
+  loomResult_t result = loomSuccess;
+  switch (coll) {
+    case Coll::AllReduce: result = loomAllReduce(send.data(), recv.data(), count, type, op, comm, nullptr); break;
+    case Coll::ReduceScatter: result = loomReduceScatter(send.data(), recv.data(), count, type, op, comm, nullptr); break;
+    case Coll::Reduce: result = loomReduce(send.data(), recv.data(), count, type, op, root, comm, nullptr); break;
+  }
+  const std::string what = label + " " + collLabel(coll) + " " + typeLabel(type) + " " + opLabel(op) +
+                           " count " + std::to_string(count) + " on " + std::to_string(nranks) + " ranks";
+  LOOM_REQUIRE(result == loomSuccess, what + ": " + loomGetErrorString(result));
+  if (coll == Coll::Reduce && rank != root) return;
+  const size_t base = coll == Coll::ReduceScatter ? static_cast<size_t>(rank) * count : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t got = load(recv.data(), i, size), want = expect(base + i);
+    if (!matches(got, want)) {
+      char detail[160];
+      std::snprintf(detail, sizeof detail, ": rank %d element %zu is 0x%llx (%g), expected 0x%llx (%g)", rank, i,
+                    static_cast<unsigned long long>(got), isFloatType(type) ? floatOf(type, got) : 0.0,
+                    static_cast<unsigned long long>(want), isFloatType(type) ? floatOf(type, want) : 0.0);
+      LOOM_REQUIRE(false, what + detail);
+    }
+  }
+}
+
+// Forks `nranks` ranks with `env` set in each (before init), runs body(comm, rank) on a fresh
+// communicator, and returns whether every rank succeeded (their errors are on stderr).
+inline bool runWithEnv(int nranks, const std::vector<std::pair<std::string, std::string>>& env,
+                       const std::function<void(loomComm_t, int)>& body, int timeoutSeconds = 280) {
+  const auto outcomes = runRanksWithUniqueId(
+      nranks,
+      [&](int rank, const loomUniqueId& id) {
+        for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+        loomComm_t comm = nullptr;
+        const loomResult_t init = loomCommInitRank(&comm, nranks, id, rank);
+        LOOM_REQUIRE(init == loomSuccess, std::string("init: ") + loomGetLastError(nullptr));
+        body(comm, rank);
+        loomCommDestroy(comm);
+      },
+      timeoutSeconds);
+  bool ok = true;
+  for (const auto& outcome : outcomes) ok = ok && outcome.ok();
+  return ok;
+}
+
+}  // namespace loom::test::numerics
