@@ -134,6 +134,10 @@ void survivorBody(const Case& c, SharedState& shared, loomComm_t comm, int rank)
   const int64_t failedAt = nowUs();
   const std::string error = loomGetLastError(comm);
   shared.survivorsDone.fetch_add(1);
+  // Stay until every survivor has its error: a survivor that exits first is a second failure
+  // (a dead process), which its ring neighbours may see before the relayed report naming the
+  // leaver (seen once in 4-rank ring runs under load).
+  LOOM_REQUIRE(awaitCount(shared.survivorsDone, c.nranks - 1, kStayAliveUs), "a survivor never got its error");
   const int64_t elapsedUs = failedAt - std::max(callAt, shared.leftAtUs.load());
   int64_t worst = shared.worstUs.load();
   while (elapsedUs > worst && !shared.worstUs.compare_exchange_weak(worst, elapsedUs)) {
