@@ -18,17 +18,32 @@ struct Queued {
   std::shared_ptr<Stream> stream;  // null: the NULL stream
 };
 
-// The issuing step of some communicators, held for the scope: refused (loomInvalidUsage) if
-// another thread is inside its own issuing step on one of them right now.
+[[noreturn]] void refuseConcurrentIssue(const Communicator& comm) {
+  throwUsage("rank " + std::to_string(comm.rank()) + ": concurrent issue on communicator " + comm.name() +
+             ": another thread is inside a call on it at this instant, so the call was not queued. Calls "
+             "pair across ranks in the order they enter Loom on each rank; threads sharing a communicator "
+             "must order their calls themselves (NCCL forbids concurrent use of one communicator)");
+}
+
+// One communicator's issuing step, held for the scope (no allocation: every call takes it).
+class IssueStep {
+ public:
+  explicit IssueStep(Communicator& comm) : comm_(comm) {
+    if (!comm_.beginIssue()) refuseConcurrentIssue(comm_);
+  }
+  ~IssueStep() { comm_.endIssue(); }
+  IssueStep(const IssueStep&) = delete;
+  IssueStep& operator=(const IssueStep&) = delete;
+
+ private:
+  Communicator& comm_;
+};
+
+// The issuing steps of a group's communicators: all or none (refused if one is busy).
 class IssueSteps {
  public:
   void enter(Communicator& comm) {
-    if (!comm.beginIssue()) {
-      throwUsage("rank " + std::to_string(comm.rank()) + ": concurrent issue on communicator " + comm.name() +
-                 ": another thread is inside a call on it at this instant, so the call was not queued. Calls "
-                 "pair across ranks in the order they enter Loom on each rank; threads sharing a communicator "
-                 "must order their calls themselves (NCCL forbids concurrent use of one communicator)");
-    }
+    if (!comm.beginIssue()) refuseConcurrentIssue(comm);
     held_.push_back(&comm);
   }
   ~IssueSteps() { release(); }
@@ -70,8 +85,7 @@ void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::
   if (stream == nullptr) {
     uint64_t ticket;
     {
-      IssueSteps step;
-      step.enter(*comm);
+      const IssueStep step(*comm);
       ticket = comm->takeTicket();
     }
     comm->run(call, ticket);
@@ -82,8 +96,7 @@ void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::
   item.front().calls.reserve(1);
   Communicator& target = *comm;
   item.front().comm = std::move(comm);
-  IssueSteps step;
-  step.enter(target);
+  const IssueStep step(target);
   item.front().calls.emplace_back(call, target.takeTicket());
   stream->enqueue(std::move(item));
 }
