@@ -28,11 +28,27 @@ namespace loom {
 
 class CallOrder {
  public:
-  // False if another thread is inside its issuing step on this communicator right now.
-  bool beginIssue() { return !issuing_.exchange(true, std::memory_order_acquire); }
-  void endIssue() { issuing_.store(false, std::memory_order_release); }
+  // The issuing step. One atomic word holds the next ticket and a busy bit, so entering the
+  // step and taking a ticket cost one read-modify-write, as taking a ticket alone did before.
+  // beginIssue: false if another thread is inside its issuing step on this communicator now.
+  bool beginIssue() {
+    const uint64_t word = issue_.fetch_or(1, std::memory_order_acquire);
+    if (word & 1) return false;
+    stepTicket_ = word >> 1;
+    return true;
+  }
+  // Inside the step: the next ticket (a group takes several).
+  uint64_t ticketInStep() { return stepTicket_++; }
+  void endIssue() { issue_.store(stepTicket_ << 1, std::memory_order_release); }
+  // The three at once, waiting out another thread's step (for callers that are not issuing).
   // Every ticket must be run (or its turn ended) exactly once.
-  uint64_t takeTicket() { return nextTicket_.fetch_add(1); }
+  uint64_t takeTicket() {
+    while (!beginIssue()) {
+    }
+    const uint64_t ticket = ticketInStep();
+    endIssue();
+    return ticket;
+  }
   // Returns true once `ticket`'s turn has come or `stop` is set; false if neither happened
   // within timeoutMs, and at once (for every ticket) after any wait has timed out.
   bool waitForTurn(uint64_t ticket, int timeoutMs, const std::atomic<bool>& stop);
@@ -54,10 +70,10 @@ class CallOrder {
  private:
   std::mutex turnMutex_;
   std::condition_variable turnChanged_;
-  std::atomic<uint64_t> nextTicket_{0};
+  std::atomic<uint64_t> issue_{0};  // (next ticket << 1) | a thread is inside the issuing step
+  uint64_t stepTicket_ = 0;          // touched only inside the step
   std::atomic<uint64_t> served_{0};  // tickets whose call has finished (or failed)
   std::atomic<int> turnWaiters_{0};
-  std::atomic<bool> issuing_{false};
   std::atomic<bool> failed_{false};
   uint64_t sequence_ = 0;  // touched only by the turn holder
 

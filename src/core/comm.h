@@ -49,10 +49,10 @@ class Communicator {
   // Calls on one communicator execute in the order they were issued, whichever thread runs
   // them: issuing takes a ticket, and run() waits for its turn. Every ticket must be run
   // exactly once.
-  uint64_t takeTicket() { return order_.takeTicket(); }
-  // The issuing step around takeTicket and queueing (core/call_order.h); false: another thread
-  // is inside it right now (concurrent issue).
+  // The issuing step around taking tickets and queueing (core/call_order.h); false: another
+  // thread is inside it right now (concurrent issue). Tickets are taken inside it.
   bool beginIssue() { return order_.beginIssue(); }
+  uint64_t takeTicket() { return order_.ticketInStep(); }
   void endIssue() { order_.endIssue(); }
   // Runs one call to completion on the calling thread. After a failure the communicator is
   // unusable (its connections may hold half a message): every later call fails with the first

@@ -97,9 +97,8 @@ void ArenaEngine::postOnly(const CallSpec& call, const Describe& describe) {
   awaitPosts(call, describe);
 }
 
-void ArenaEngine::awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64_t target,
-                             const char* what, const Describe& describe) const {
-  if (flag.load(std::memory_order_acquire) >= target) return;
+void ArenaEngine::waitForPeer(int peer, const std::atomic<uint64_t>& flag, uint64_t target,
+                              const char* what, const Describe& describe) const {
   WaitPolicy policy;
   policy.ownDoorbell = &bells_[rank_];
   policy.timeoutMs = timeoutMs_;

@@ -70,8 +70,15 @@ class ArenaEngine final : public DirectEngine {
   // with its own (only then may the caller reuse its buffers).
   void finishAndAwaitPeers(uint64_t sequence, const Describe& describe);
   void wakePeers();
+  // Inline: the flag is usually there already, and that check is all the common case costs
+  // (no stack frame for the wait's policy).
   void awaitFlag(int peer, const std::atomic<uint64_t>& flag, uint64_t target, const char* what,
-                 const Describe& describe) const;
+                 const Describe& describe) const {
+    if (flag.load(std::memory_order_acquire) >= target) return;
+    waitForPeer(peer, flag, target, what, describe);
+  }
+  [[gnu::noinline]] void waitForPeer(int peer, const std::atomic<uint64_t>& flag, uint64_t target, const char* what,
+                                     const Describe& describe) const;
 
   // The collectives (direct_allreduce.cc, direct_gather.cc, direct_reduce.cc).
   void allReduceEager(const CallSpec& call, const Describe& describe);
