@@ -130,8 +130,7 @@ std::shared_ptr<Stream> unregisterStream(loomStream_t stream) {
   return std::move(entry->stream);
 }
 
-std::shared_ptr<Stream> checkedStream(loomStream_t stream) {
-  if (stream == nullptr) return nullptr;
+std::shared_ptr<Stream> lookUpStream(loomStream_t stream) {
   StreamEntry entry;
   if (!streams().find(reinterpret_cast<uintptr_t>(stream), [&](const StreamEntry& found) { entry = found; })) {
     throwArgument("stream is not a live stream (destroyed, or never created)");

@@ -79,6 +79,9 @@ std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what = "c
 // Live streams, likewise. checkedStream(NULL) is null: the NULL stream is the calling thread.
 loomStream_t registerStream(std::shared_ptr<Stream> stream);
 std::shared_ptr<Stream> unregisterStream(loomStream_t stream);  // null if not live
-std::shared_ptr<Stream> checkedStream(loomStream_t stream);
+std::shared_ptr<Stream> lookUpStream(loomStream_t stream);
+inline std::shared_ptr<Stream> checkedStream(loomStream_t stream) {
+  return stream == nullptr ? nullptr : lookUpStream(stream);  // the common NULL stream: no call
+}
 
 }  // namespace loom::api
