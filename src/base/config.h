@@ -85,6 +85,7 @@ enum class Knob {
   EnvExe,
   SoakSeed,
   SoakIterations,
+  DeterministicGrid,
 };
 
 enum class Type {

@@ -236,6 +236,9 @@ constexpr Entry kEntries[] = {
     {.knob = Knob::SoakIterations, .name = "LOOM_SOAK_ITERATIONS", .type = Type::Text,
      .scope = Scope::Tests, .format = "an unsigned integer (C syntax)", .defaultDoc = "`1000`",
      .doc = "`soak`: calls per run over shared memory (a third of them over TCP)"},
+    {.knob = Knob::DeterministicGrid, .name = "LOOM_DETERMINISTIC_GRID", .type = Type::Text,
+     .scope = Scope::Tests, .format = "`full` or `1m`", .defaultDoc = "unset",
+     .doc = "`deterministic`: the whole grid (2-8 ranks, shm and TCP, counts to 16M; `1m`: to 1M+3) instead of CI's sample"},
 };
 
 // The enum and the table must agree entry by entry: entry(knob) indexes by it.
@@ -246,7 +249,7 @@ constexpr bool inKnobOrder() {
   return true;
 }
 static_assert(inKnobOrder(), "kEntries must list the knobs in the order of enum Knob");
-static_assert(std::size(kEntries) == static_cast<size_t>(Knob::SoakIterations) + 1,
+static_assert(std::size(kEntries) == static_cast<size_t>(Knob::DeterministicGrid) + 1,
               "every Knob needs its entry");
 
 }  // namespace
