@@ -171,48 +171,41 @@ TEST(Handles, AStaleStreamHandleDoesNotReachItsSuccessor) {
   });
 }
 
+// Runs first() and second() on two threads released at the same instant; requires that
+// exactly one returns loomSuccess and the other loomInvalidArgument.
+void requireOneWinner(const std::function<loomResult_t()>& first, const std::function<loomResult_t()>& second,
+                      const char* what) {
+  std::atomic<int> ready{0};
+  loomResult_t codes[2] = {loomInternalError, loomInternalError};
+  auto racer = [&](int which) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    codes[which] = which == 0 ? first() : second();
+  };
+  std::thread other(racer, 1);
+  racer(0);
+  other.join();
+  const int successes = (codes[0] == loomSuccess) + (codes[1] == loomSuccess);
+  const int refusals = (codes[0] == loomInvalidArgument) + (codes[1] == loomInvalidArgument);
+  LOOM_REQUIRE(successes == 1 && refusals == 1, std::string(what) + ": " + loomGetErrorString(codes[0]) + " / " +
+                                                    loomGetErrorString(codes[1]));
+}
+
 // Two threads racing to destroy (or abort) one handle: exactly one succeeds, the other gets
 // loomInvalidArgument, and nothing crashes or hangs.
 TEST(Handles, RacingDestroyAndAbortOnOneHandle) {
   inChild([] {
     for (int round = 0; round < 100; ++round) {
       loomComm_t comm = oneRankComm();
-      std::atomic<int> ready{0};
-      loomResult_t codes[2] = {loomInternalError, loomInternalError};
-      auto racer = [&](int which) {
-        ready.fetch_add(1);
-        while (ready.load() < 2) {
-        }
-        codes[which] = which == 0 ? loomCommDestroy(comm) : loomCommAbort(comm);
-      };
-      std::thread other(racer, 1);
-      racer(0);
-      other.join();
-      const int successes = (codes[0] == loomSuccess) + (codes[1] == loomSuccess);
-      const int refusals = (codes[0] == loomInvalidArgument) + (codes[1] == loomInvalidArgument);
-      LOOM_REQUIRE(successes == 1 && refusals == 1,
-                   std::string("destroy/abort race: ") + loomGetErrorString(codes[0]) + " / " +
-                       loomGetErrorString(codes[1]));
+      requireOneWinner([&] { return loomCommDestroy(comm); }, [&] { return loomCommAbort(comm); },
+                       "destroy/abort race");
     }
     for (int round = 0; round < 100; ++round) {
       loomStream_t stream = nullptr;
       LOOM_REQUIRE(loomStreamCreate(&stream) == loomSuccess, loomGetLastError(nullptr));
-      std::atomic<int> ready{0};
-      loomResult_t codes[2] = {loomInternalError, loomInternalError};
-      auto racer = [&](int which) {
-        ready.fetch_add(1);
-        while (ready.load() < 2) {
-        }
-        codes[which] = loomStreamDestroy(stream);
-      };
-      std::thread other(racer, 1);
-      racer(0);
-      other.join();
-      const int successes = (codes[0] == loomSuccess) + (codes[1] == loomSuccess);
-      const int refusals = (codes[0] == loomInvalidArgument) + (codes[1] == loomInvalidArgument);
-      LOOM_REQUIRE(successes == 1 && refusals == 1,
-                   std::string("stream destroy race: ") + loomGetErrorString(codes[0]) + " / " +
-                       loomGetErrorString(codes[1]));
+      requireOneWinner([&] { return loomStreamDestroy(stream); }, [&] { return loomStreamDestroy(stream); },
+                       "stream destroy race");
     }
   });
 }

@@ -29,10 +29,6 @@ double secondsSince(Clock::time_point start) { return std::chrono::duration<doub
 struct Flags {
   std::atomic<int> rank0Returned{0};
 };
-Flags* sharedFlags() {
-  void* memory = mmap(nullptr, sizeof(Flags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  return new (memory) Flags();
-}
 
 loomResult_t pollUntilDone(loomComm_t comm, double limitSeconds) {
   const auto start = Clock::now();
@@ -46,7 +42,7 @@ loomResult_t pollUntilDone(loomComm_t comm, double limitSeconds) {
 }
 
 TEST(NonBlockingInit, ReturnsInProgressAtOnceThenBecomesReady) {
-  Flags* flags = sharedFlags();
+  loom::test::SharedAcrossFork<Flags> flags;
   auto outcomes = runRanksWithUniqueId(2, [&](int rank, const loomUniqueId& id) {
     loomConfig_t config = LOOM_CONFIG_INITIALIZER;
     config.blocking = 0;

@@ -46,22 +46,7 @@ struct SharedState {
   std::atomic<int64_t> worstUs{0};       // the slowest survivor's time from leave to error
 };
 
-class SharedMapping {
- public:
-  SharedMapping() {
-    void* memory =
-        mmap(nullptr, sizeof(SharedState), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) throw std::runtime_error("mmap of the shared test state failed");
-    state_ = new (memory) SharedState();
-  }
-  ~SharedMapping() { munmap(state_, sizeof(SharedState)); }
-  SharedMapping(const SharedMapping&) = delete;
-  SharedMapping& operator=(const SharedMapping&) = delete;
-  SharedState* operator->() const { return state_; }
-
- private:
-  SharedState* state_;
-};
+using SharedMapping = loom::test::SharedAcrossFork<SharedState>;
 
 enum class Path { Direct, Ring, Tcp };
 enum class Leave { Destroy, Abort };
@@ -162,9 +147,9 @@ void expectPeerGoneIsAnError(const Case& c) {
         LOOM_REQUIRE(loomCommInitRank(&comm, c.nranks, id, rank) == loomSuccess, loomGetLastError(nullptr));
         allReduceExact(comm, c.nranks);  // every rank is connected and has run a call
         if (rank == c.nranks - 1) {
-          leaverBody(c, *shared.operator->(), comm);
+          leaverBody(c, *shared, comm);
         } else {
-          survivorBody(c, *shared.operator->(), comm, rank);
+          survivorBody(c, *shared, comm, rank);
         }
       },
       kChildTimeoutSeconds);

@@ -46,22 +46,7 @@ struct SharedState {
   std::atomic<uint64_t> commUid{0};
 };
 
-class SharedMapping {
- public:
-  SharedMapping() {
-    void* memory = mmap(nullptr, sizeof(SharedState), PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) throw std::runtime_error("mmap of the shared test state failed");
-    state_ = new (memory) SharedState();
-  }
-  ~SharedMapping() { munmap(state_, sizeof(SharedState)); }
-  SharedMapping(const SharedMapping&) = delete;
-  SharedMapping& operator=(const SharedMapping&) = delete;
-  SharedState* operator->() const { return state_; }
-
- private:
-  SharedState* state_;
-};
+using SharedMapping = loom::test::SharedAcrossFork<SharedState>;
 
 constexpr int kRanks = 4;
 constexpr int64_t kDeadPeerLimitMs = 5000;

@@ -5,7 +5,11 @@
 
 #include <loom.h>
 
+#include <sys/mman.h>
+
 #include <functional>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,27 @@ std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int r
 std::vector<RankOutcome> runRanksWithUniqueId(
     int nranks, const std::function<void(int rank, const loomUniqueId& id)>& body,
     int timeoutSeconds = 300);
+
+// A T in memory shared with the children forked while it lives (MAP_SHARED | MAP_ANONYMOUS):
+// how ranks tell the test, and each other, when things happened. T must be trivially
+// destructible (atomics, plain values).
+template <class T>
+class SharedAcrossFork {
+ public:
+  SharedAcrossFork() {
+    void* memory = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) throw std::runtime_error("mmap of the shared test state failed");
+    value_ = new (memory) T();
+  }
+  ~SharedAcrossFork() { munmap(value_, sizeof(T)); }
+  SharedAcrossFork(const SharedAcrossFork&) = delete;
+  SharedAcrossFork& operator=(const SharedAcrossFork&) = delete;
+  T* operator->() const { return value_; }
+  T& operator*() const { return *value_; }
+
+ private:
+  T* value_;
+};
 
 // Throws std::runtime_error with `what` and the location when `condition` is false. For use
 // inside children, where gtest assertions cannot report to the parent.
