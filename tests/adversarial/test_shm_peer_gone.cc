@@ -27,12 +27,7 @@
 namespace loom::test {
 namespace {
 
-// CLOCK_MONOTONIC is one clock for every process of the machine, so ranks can compare times.
-int64_t nowUs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
-}
+int64_t nowUs() { return monotonicUs(); }
 
 constexpr int64_t kLimitUs = 500000;     // the finding's bound: 0.5 s
 constexpr int64_t kStayAliveUs = 20000000;  // the leaver's bound on waiting for the survivors

@@ -32,12 +32,7 @@
 namespace loom::test {
 namespace {
 
-// CLOCK_MONOTONIC is one clock for every process of the machine, so ranks can compare times.
-int64_t nowMs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
-}
+int64_t nowMs() { return monotonicUs() / 1000; }
 
 // Written by the ranks, read by the test: mapped shared before the fork.
 struct SharedState {

@@ -6,7 +6,9 @@
 #include <loom.h>
 
 #include <sys/mman.h>
+#include <time.h>
 
+#include <cstdint>
 #include <functional>
 #include <new>
 #include <stdexcept>
@@ -36,6 +38,14 @@ std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int r
 std::vector<RankOutcome> runRanksWithUniqueId(
     int nranks, const std::function<void(int rank, const loomUniqueId& id)>& body,
     int timeoutSeconds = 300);
+
+// Microseconds on CLOCK_MONOTONIC: one clock for every process of the machine, so forked ranks
+// can compare the times they record.
+inline int64_t monotonicUs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
+}
 
 // A T in memory shared with the children forked while it lives (MAP_SHARED | MAP_ANONYMOUS):
 // how ranks tell the test, and each other, when things happened. T must be trivially
