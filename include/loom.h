@@ -112,8 +112,9 @@ typedef enum {
   loomMaxRedOp = 0x7fffffff
 } loomRedOp_t;
 
-/* Datatypes (same values as ncclDataType_t). fp8 types are reserved: collectives on them
- * return loomInvalidArgument in this release. */
+/* Datatypes (same values as ncclDataType_t). fp8: e4m3 (bias 7, no infinities, max 448) and
+ * e5m2 (bias 15, IEEE-like); reductions accumulate in float32 and round once to nearest even
+ * (README, "Numerics"). */
 typedef enum {
   loomInt8 = 0,
   loomChar = 0,
@@ -134,6 +135,14 @@ typedef enum {
   loomFloat8e5m2 = 11,
   loomNumTypes = 12
 } loomDataType_t;
+
+/* Where the scalar of loomRedOpCreatePreMulSum lives (same values as ncclScalarResidence_t).
+ * Host memory either way in this release: Immediate reads it once, at creation; Device reads
+ * it when each call that uses the operator runs (so it may change between calls). */
+typedef enum {
+  loomScalarDevice = 0,
+  loomScalarHostImmediate = 1
+} loomScalarResidence_t;
 
 /* ---- Version and errors ------------------------------------------------------------- */
 loomResult_t loomGetVersion(int* version);
@@ -204,9 +213,55 @@ loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count,
                         loomDataType_t datatype, loomRedOp_t op, int root, loomComm_t comm,
                         loomStream_t stream);
 
+/* Every rank sends count elements to every rank: block j of sendbuff (sendbuff + j*count)
+ * goes to rank j, and block i of recvbuff receives rank i's block for this rank. No in-place
+ * form (as nccl.h): the buffers must not overlap. */
+loomResult_t loomAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
+/* All-to-all with per-peer counts and displacements, in elements (MPI_Alltoallv's layout):
+ * sendcounts[j] elements at sendbuff + sdispls[j] go to rank j; recvcounts[i] elements from
+ * rank i land at recvbuff + rdispls[i]. sendcounts[j] on this rank must equal recvcounts[i]
+ * on rank j for i = this rank. The arrays are copied before the call returns. */
+loomResult_t loomAlltoAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                           void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                           loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
+/* Every rank sends count elements to root, which places rank i's at recvbuff + i*count
+ * (recvbuff is unused elsewhere, may be NULL). In place when sendbuff == recvbuff + root*count
+ * on the root. */
+loomResult_t loomGather(const void* sendbuff, void* recvbuff, size_t count,
+                        loomDataType_t datatype, int root, loomComm_t comm, loomStream_t stream);
+/* Root sends sendbuff + i*count to rank i (sendbuff is unused elsewhere, may be NULL); every
+ * rank receives count elements. In place when recvbuff == sendbuff + root*count on the root. */
+loomResult_t loomScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         loomDataType_t datatype, int root, loomComm_t comm, loomStream_t stream);
+/* Returns (NULL stream) or completes on the stream once every rank has entered it. */
+loomResult_t loomBarrier(loomComm_t comm, loomStream_t stream);
+
+/* ---- Point-to-point ---------------------------------------------------------------------- */
+/* Sends count elements to rank peer, which must post a loomRecv of the same count and
+ * datatype from this rank. Messages between one pair of ranks match in issue order. Outside a
+ * group a send completes (or its stream item does) when the peer has received it; sends and
+ * receives that must progress together (every rank sends before it receives) go in a group. */
+loomResult_t loomSend(const void* sendbuff, size_t count, loomDataType_t datatype, int peer,
+                      loomComm_t comm, loomStream_t stream);
+loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int peer,
+                      loomComm_t comm, loomStream_t stream);
+
+/* ---- Reduction operators ----------------------------------------------------------------- */
+/* A sum whose inputs are first multiplied by *scalar (of `datatype`), for collectives on comm
+ * with that datatype only. The returned op is a value >= loomNumOps; destroy it with
+ * loomRedOpDestroy once the last call using it has returned. */
+loomResult_t loomRedOpCreatePreMulSum(loomRedOp_t* op, void* scalar, loomDataType_t datatype,
+                                      loomScalarResidence_t residence, loomComm_t comm);
+loomResult_t loomRedOpDestroy(loomRedOp_t op, loomComm_t comm);
+
 /* ---- Groups ------------------------------------------------------------------------------ */
-/* Calls between Start and End are queued and issued at End, in order. Needed to drive
- * several communicators from one thread (e.g. after loomCommInitAll). */
+/* Start/End nest; everything issued inside the outermost pair runs as one deadlock-free unit
+ * when the outermost End is called: per communicator its collectives in issue order, then all
+ * of its sends and receives together (so every rank may send to all others before receiving).
+ * With a stream the unit is enqueued on it when End returns; with the NULL stream End returns
+ * when it is done. A call that fails its checks inside a group fails the whole group at End,
+ * and nothing of it runs. Also drives several communicators from one thread. */
 loomResult_t loomGroupStart(void);
 loomResult_t loomGroupEnd(void);
 

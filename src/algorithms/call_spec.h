@@ -1,23 +1,45 @@
 // One call, one value. The API builds a CallSpec from the caller's arguments and validate()
 // checks it once; from then on the same value travels through the group queue, the stream
 // queue, the choice of schedule or direct engine, the executor and the cross-rank mismatch
-// check (its descriptor() goes on the wire). Point-to-point, all-to-all(v), gather and
-// scatter will add fields here, not new types.
+// check (its descriptor() goes on the wire). Point-to-point, all-to-all(v), gather, scatter
+// and barrier are fields and collective kinds here, not new types.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "loom.h"
 #include "transport/transport.h"
 
 namespace loom::algo {
 
-enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce };
+enum class Collective : uint8_t {
+  AllReduce, AllGather, ReduceScatter, Broadcast, Reduce,
+  AllToAll, AllToAllv, Gather, Scatter, Barrier,
+  Send, Recv,  // point-to-point: run in batches (core/p2p_batch.h), not as collectives
+};
 const char* collectiveName(Collective collective);  // "allreduce", ...
 bool hasOp(Collective collective);    // reduces with an op
 bool hasRoot(Collective collective);  // has a root rank
+bool isPointToPoint(Collective collective);  // Send or Recv
+
+// loomAlltoAllv's per-peer counts and displacements, in elements, indexed by rank. Copied from
+// the caller's arrays at the API: a queued call must not read memory the caller has freed.
+struct VectorLayout {
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+};
+
+// A PreMulSum operator resolved by the API (op >= loomNumOps names one of the communicator's):
+// inputs are multiplied by the scalar, then summed. The scalar is `bits` (residence
+// HostImmediate: read at creation) or read from `memory` when the call runs (residence Device).
+struct PreMulSum {
+  bool active = false;
+  const void* memory = nullptr;
+  uint64_t bits = 0;  // the scalar's bytes, little-endian, typeSize(type) of them
+};
 
 struct CallSpec {
   Collective collective = Collective::AllReduce;
@@ -27,24 +49,29 @@ struct CallSpec {
   size_t count = 0;
   loomDataType_t type = loomFloat32;
   loomRedOp_t op = loomSum;    // collectives that reduce
-  int root = 0;                // broadcast, reduce
-  int peer = -1;               // point-to-point (none yet)
+  int root = 0;                // broadcast, reduce, gather, scatter
+  int peer = -1;               // send, recv
+  std::shared_ptr<const VectorLayout> layout;  // all-to-all-v only
+  PreMulSum premul;            // op is a PreMulSum operator
   loomComm_t comm = nullptr;   // the handle the caller passed
   loomStream_t stream = nullptr;  // NULL: complete on the calling thread
   // The call's place among its communicator's calls, 1, 2, ...: the same on every rank for the
   // same call. 0 until the call takes its turn (core/call_order.h).
   uint64_t sequence = 0;
 
-  // Bytes one rank contributes: count elements, or nranks blocks of count for reduce-scatter.
+  // Bytes one rank contributes: count elements, or nranks blocks of count for reduce-scatter
+  // and all-to-all (scatter: on the root; all-to-all-v: the sum of its send counts).
   size_t inputBytes(int nranks) const;
   // Bytes of the whole message a ring moves: one block (all-reduce, broadcast, reduce) or nranks.
   size_t messageBytes(int nranks) const;
-  // What every rank must agree on, as it travels on the wire (LOOM_CHECK).
+  // What every rank must agree on, as it travels on the wire (LOOM_CHECK). A send and the
+  // receive it matches have the same descriptor.
   transport::CallDescriptor descriptor() const;
 };
 
 // Throws loomInvalidArgument naming what is wrong with a call on rank `rank` of `nranks`
-// (datatype, op, count overflow, root, NULL buffers), in the order the API always checked them.
+// (datatype, op, count overflow, root, peer, NULL buffers, overlap), in the order the API always
+// checked them.
 // The datatype and op are read as raw integers first: a C caller may pass any int.
 void validate(const CallSpec& call, int rank, int nranks);
 

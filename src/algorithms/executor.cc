@@ -106,6 +106,10 @@ struct PeerLanes {
 struct Registration {
   transport::Transport* transport;
   transport::Region buffers[3];  // by Buffer: Send, Recv, Scratch
+  std::vector<transport::Region> user;  // a batch's buffers, by operation
+  const transport::Region& of(Buffer buffer) const {
+    return isUserBuffer(buffer) ? user[userBufferIndex(buffer)] : buffers[static_cast<int>(buffer)];
+  }
 };
 
 // Spin 63 passes (each pass also polls every busy connection), yield 128, then sleep from 50 us,
@@ -144,6 +148,9 @@ class Run {
       for (const transport::Region& region : registration.buffers) {
         if (region.base != nullptr) registration.transport->deregisterRegion(region);
       }
+      for (const transport::Region& region : registration.user) {
+        if (region.base != nullptr) registration.transport->deregisterRegion(region);
+      }
     }
   }
 
@@ -167,8 +174,8 @@ class Run {
       case Buffer::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send));
       case Buffer::Recv: return static_cast<char*>(buffers_.recv);
       case Buffer::Scratch: return static_cast<char*>(buffers_.scratch);
+      default: return (*buffers_.user)[userBufferIndex(buffer)].base;
     }
-    return nullptr;
   }
 
   // The call's buffers registered with `transport` (once per transport and call).
@@ -176,11 +183,18 @@ class Run {
     for (size_t i = 0; i < registered_.size(); ++i) {
       if (registered_[i].transport == &transport) return i;
     }
-    Registration registration{&transport, {}};
+    Registration registration{&transport, {}, {}};
     for (Buffer buffer : {Buffer::Send, Buffer::Recv, Buffer::Scratch}) {
       const size_t extent = schedule_.reach[static_cast<int>(buffer)];
       if (extent > 0 && base(buffer) != nullptr) {
         registration.buffers[static_cast<int>(buffer)] = transport.registerRegion(base(buffer), extent);
+      }
+    }
+    if (buffers_.user != nullptr) {
+      registration.user.resize(buffers_.user->size());
+      for (size_t k = 0; k < buffers_.user->size(); ++k) {
+        const UserBuffer& user = (*buffers_.user)[k];
+        if (user.base != nullptr && user.bytes > 0) registration.user[k] = transport.registerRegion(user.base, user.bytes);
       }
     }
     registered_.push_back(registration);
@@ -208,14 +222,7 @@ class Run {
     return (step.dependsOn < 0 || done_[step.dependsOn]) && (step.alsoDependsOn < 0 || done_[step.alsoDependsOn]);
   }
 
-  const char* source(const Range& range) const {
-    switch (range.buffer) {
-      case Buffer::Send: return static_cast<const char*>(buffers_.send) + range.offset;
-      case Buffer::Recv: return static_cast<const char*>(buffers_.recv) + range.offset;
-      case Buffer::Scratch: return static_cast<const char*>(buffers_.scratch) + range.offset;
-    }
-    return nullptr;
-  }
+  const char* source(const Range& range) const { return base(range.buffer) + range.offset; }
   char* target(const Range& range) const {
     if (range.buffer == Buffer::Send) throwInternal("schedule writes into the send buffer");
     return const_cast<char*>(source(range));
@@ -264,14 +271,25 @@ class Run {
     lane.pending.pop_front();
     const Step& step = schedule_.steps[lane.active];
     if (isSend) {
-      const transport::Region& region = registered_[lanes.regions].buffers[static_cast<int>(step.src.buffer)];
+      if (step.message != 0) lanes.connection->setSendTag(messageTag(step));
+      const transport::Region& region = registered_[lanes.regions].of(step.src.buffer);
       lanes.connection->postSend(region, step.src.offset, step.src.bytes);
     } else {
+      if (step.message != 0) lanes.connection->setRecvTag(messageTag(step));
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
       lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
     }
     return true;
+  }
+
+  // A point-to-point message's own tag: its place in its direction and its size (LOOM_CHECK).
+  transport::CallTag messageTag(const Step& step) const {
+    transport::CallTag tag = tag_;
+    if (tag.sequence == 0) return tag;  // not checked
+    tag.sequence = transport::kPointToPointTag | step.message;
+    tag.call.count = (step.kind == StepKind::Send ? step.src.bytes : step.dst.bytes) / elementBytes_;
+    return tag;
   }
 
   bool retire(PeerLanes& lanes, Lane& lane, bool isSend) {

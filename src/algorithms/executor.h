@@ -24,10 +24,17 @@
 
 namespace loom::algo {
 
+// A point-to-point batch's buffer of one operation (userBuffer(k) in its schedule).
+struct UserBuffer {
+  char* base = nullptr;
+  size_t bytes = 0;
+};
+
 struct ExecutionBuffers {
   const void* send = nullptr;
   void* recv = nullptr;
   void* scratch = nullptr;
+  const std::vector<UserBuffer>* user = nullptr;  // by operation index; null outside batches
 };
 
 struct ExecutionContext {

@@ -15,8 +15,15 @@ Schedule buildInRankOrder(const CollectiveShape& shape) {
     case Collective::ReduceScatter: return ringReduceScatter(shape);
     case Collective::Broadcast: return chainBroadcast(shape);
     case Collective::Reduce: return chainReduce(shape);
+    case Collective::AllToAll:
+    case Collective::AllToAllv: return meshAllToAll(shape);
+    case Collective::Gather: return meshGather(shape);
+    case Collective::Scatter: return meshScatter(shape);
+    case Collective::Barrier: return disseminationBarrier(shape);
+    case Collective::Send:
+    case Collective::Recv: break;  // batches: pointToPointBatch
   }
-  throwInternal("buildSchedule: unknown collective");
+  throwInternal("buildSchedule: no collective schedule for " + std::string(collectiveName(shape.collective)));
 }
 
 // The generators think in ring positions; this maps a positional schedule back to ranks.
@@ -68,7 +75,9 @@ Schedule buildSchedule(const CollectiveShape& shape) {
                   std::to_string(shape.nranks));
   }
   if (shape.deterministic && hasOp(shape.collective)) return deterministicReduce(shape);
-  if (shape.ringOrder != nullptr && !isIdentity(*shape.ringOrder)) {
+  const bool ring = hasOp(shape.collective) || shape.collective == Collective::AllGather ||
+                    shape.collective == Collective::Broadcast;  // the mesh schedules are in rank order
+  if (ring && shape.ringOrder != nullptr && !isIdentity(*shape.ringOrder)) {
     if (static_cast<int>(shape.ringOrder->size()) != shape.nranks) {
       throwInternal("buildSchedule: ring order of " + std::to_string(shape.ringOrder->size()) + " ranks for " +
                     std::to_string(shape.nranks));
@@ -127,6 +136,7 @@ Schedule ScheduleBuilder::finish(size_t scratchBytes) {
 void Schedule::measure() {
   for (size_t& bytes : reach) bytes = 0;
   auto extend = [&](const Range& range) {
+    if (isUserBuffer(range.buffer)) return;  // a batch's own buffers: each one's size is known
     size_t& bytes = reach[static_cast<int>(range.buffer)];
     bytes = std::max(bytes, range.offset + range.bytes);
   };
@@ -141,8 +151,11 @@ void Schedule::measure() {
 
 std::string describe(const Step& step) {
   auto range = [](const Range& r) {
-    const char* name = r.buffer == Buffer::Send ? "send" : r.buffer == Buffer::Recv ? "recv" : "scratch";
-    return std::string(name) + "[" + std::to_string(r.offset) + "+" + std::to_string(r.bytes) + "]";
+    const std::string name = r.buffer == Buffer::Send      ? "send"
+                             : r.buffer == Buffer::Recv    ? "recv"
+                             : r.buffer == Buffer::Scratch ? "scratch"
+                                                           : "op" + std::to_string(userBufferIndex(r.buffer));
+    return name + "[" + std::to_string(r.offset) + "+" + std::to_string(r.bytes) + "]";
   };
   switch (step.kind) {
     case StepKind::Send: return "send " + range(step.src) + " to " + std::to_string(step.peer);

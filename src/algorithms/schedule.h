@@ -19,7 +19,13 @@
 
 namespace loom::algo {
 
-enum class Buffer : uint8_t { Send, Recv, Scratch };
+// The call's buffers, plus (point-to-point batches) one buffer per operation of the batch:
+// userBuffer(k) is the k-th operation's memory (ExecutionBuffers::extra[k]).
+enum class Buffer : uint32_t { Send, Recv, Scratch };
+constexpr uint32_t kFirstUserBuffer = 3;
+constexpr Buffer userBuffer(size_t k) { return static_cast<Buffer>(kFirstUserBuffer + k); }
+constexpr bool isUserBuffer(Buffer buffer) { return static_cast<uint32_t>(buffer) >= kFirstUserBuffer; }
+constexpr size_t userBufferIndex(Buffer buffer) { return static_cast<uint32_t>(buffer) - kFirstUserBuffer; }
 
 struct Range {
   Buffer buffer = Buffer::Send;
@@ -50,6 +56,9 @@ struct Step {
   bool rawIncoming = false;
   size_t stride = 0;  // ReduceRanks: bytes from one rank's block to the next
   int blocks = 0;     // ReduceRanks: how many (the rank count)
+  // Point-to-point batches: the message's own place among the pair's messages in its direction
+  // (1, 2, ...; 0 for collectives, whose messages carry the call's tag). Its tag on the wire.
+  uint64_t message = 0;
 };
 
 struct Schedule {
@@ -79,6 +88,8 @@ struct CollectiveShape {
   // Ring position -> rank (a permutation chosen from the topology); null means rank order.
   // Generators work on positions; buildSchedule maps peers and rank-indexed blocks back.
   const std::vector<int>* ringOrder = nullptr;
+  // All-to-all-v: per-peer counts and displacements (elements), this rank's view.
+  const VectorLayout* layout = nullptr;
 };
 
 // Builds this rank's schedule for `shape` (ring or chain, as documented per generator), in
@@ -92,6 +103,26 @@ Schedule ringReduceScatter(const CollectiveShape& shape);
 Schedule chainBroadcast(const CollectiveShape& shape);
 Schedule chainReduce(const CollectiveShape& shape);
 Schedule deterministicReduce(const CollectiveShape& shape);  // follows shape.ringOrder itself
+// Rank-to-rank collectives over the full mesh (rank order; shape.ringOrder is not used):
+Schedule meshAllToAll(const CollectiveShape& shape);   // all-to-all and all-to-all-v
+Schedule meshGather(const CollectiveShape& shape);     // root receives from every rank at once
+Schedule meshScatter(const CollectiveShape& shape);    // root sends to every rank at once
+Schedule disseminationBarrier(const CollectiveShape& shape);  // ceil(log2 n) rounds of 1 byte
+
+// One point-to-point operation of a batch (a group's sends and receives on one communicator,
+// or a lone send or receive): `bytes` to or from `peer`, in userBuffer(index in the batch).
+// `message` is its place among the messages of its pair and direction (1, 2, ...).
+struct PeerOperation {
+  bool send = true;
+  int peer = 0;
+  size_t bytes = 0;
+  uint64_t message = 0;
+};
+// All of a batch's operations as one schedule: each peer's sends in order on one lane and its
+// receives on another, every lane progressing at once, so no order of posting can deadlock. A
+// send to this rank itself is matched with this rank's receive from itself (a local copy);
+// throws loomInvalidUsage naming the operation when one has no partner.
+Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operations);
 
 // Helpers shared by the generators (schedule.cc).
 

@@ -11,9 +11,19 @@ void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescri
   auto describe = [&](const CallDescriptor& call) {
     return mine.describe != nullptr ? mine.describe(call) : "count " + std::to_string(call.count);
   };
+  auto place = [](uint64_t sequence) {
+    return (sequence & kPointToPointTag) ? "message #" + std::to_string(sequence & ~kPointToPointTag)
+                                         : "call #" + std::to_string(sequence);
+  };
   std::string theirText = describe(theirs);
-  if (theirSequence != mine.sequence) theirText += " as call #" + std::to_string(theirSequence);
-  throw ExplainedError(loomInvalidUsage, "ranks disagree on call #" + std::to_string(mine.sequence) + ": rank " +
+  if (theirSequence != mine.sequence) theirText += " as " + place(theirSequence);
+  if (mine.sequence & kPointToPointTag) {
+    throw ExplainedError(loomInvalidUsage, "ranks disagree on point-to-point " + place(mine.sequence) + " from rank " +
+                                               std::to_string(peer) + " to rank " + std::to_string(self) + ": rank " +
+                                               std::to_string(self) + " posted " + describe(mine.call) + " but rank " +
+                                               std::to_string(peer) + " posted " + theirText);
+  }
+  throw ExplainedError(loomInvalidUsage, "ranks disagree on " + place(mine.sequence) + ": rank " +
                                              std::to_string(self) + " called " + describe(mine.call) + " but rank " +
                                              std::to_string(peer) + " called " + theirText);
 }

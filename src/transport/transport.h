@@ -51,6 +51,10 @@ using DescribeCall = std::string (*)(const CallDescriptor&);
 // with each one and compare what arrives with their own: ranks that disagree on a call fail
 // with loomInvalidUsage naming both views instead of mixing data (LOOM_CHECK). sequence 0: not
 // checked.
+// Point-to-point messages carry kPointToPointTag | their place among the messages of their pair
+// and direction (1, 2, ...) instead of a call number: not every rank takes part in them.
+inline constexpr uint64_t kPointToPointTag = 1ull << 63;
+
 struct CallTag {
   uint64_t sequence = 0;
   CallDescriptor call{};
@@ -160,8 +164,15 @@ class Connection {
   virtual void addPollFds(std::vector<pollfd>& /*fds*/) const {}
   virtual Bell* bell() const { return nullptr; }
 
-  // The call the next messages belong to (see CallTag); set before they are posted.
-  virtual void setCallTag(const CallTag& /*tag*/) {}
+  // The call the next messages belong to (see CallTag); set before they are posted. Sends and
+  // receives have a tag each: a point-to-point batch tags every message with its own place in
+  // its direction, set before that message is posted (a message in flight keeps its tag).
+  void setCallTag(const CallTag& tag) {
+    setSendTag(tag);
+    setRecvTag(tag);
+  }
+  virtual void setSendTag(const CallTag& /*tag*/) {}
+  virtual void setRecvTag(const CallTag& /*tag*/) {}
   // Error path only, after another connection failed: if the peer has reported its own
   // failure on this connection (sockets: a Failure frame), throws it as loom::ExplainedError;
   // otherwise returns. Never blocks. The connection is unusable afterwards.

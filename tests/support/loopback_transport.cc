@@ -70,8 +70,8 @@ class LoopbackConnection final : public Connection {
   // Handed over at once: the bytes are copied into the peer's queue.
   void postSend(const Region& region, size_t offset, size_t bytes) override {
     if (bytes == 0 || offset + bytes > region.bytes) throwUsage("loopback: postSend outside its region");
-    Channel::Message message{std::vector<char>(region.base + offset, region.base + offset + bytes), tag_.sequence,
-                             tag_.call};
+    Channel::Message message{std::vector<char>(region.base + offset, region.base + offset + bytes), sendTag_.sequence,
+                             sendTag_.call};
     {
       std::lock_guard lock(out_->mutex);
       out_->messages.push_back(std::move(message));
@@ -99,7 +99,7 @@ class LoopbackConnection final : public Connection {
       message = std::move(in_->messages.front());
       in_->messages.pop_front();
     }
-    transport::checkSameCall(tag_, message.sequence, message.call, rank_, peer_);
+    transport::checkSameCall(recvTag_, message.sequence, message.call, rank_, peer_);
     if (message.bytes.size() != recvBytes_) {
       throwRemote("loopback: rank " + std::to_string(peer_) + " sent " + std::to_string(message.bytes.size()) +
                   " bytes, rank " + std::to_string(rank_) + " expected " + std::to_string(recvBytes_));
@@ -116,7 +116,8 @@ class LoopbackConnection final : public Connection {
   bool recvDone() const override { return sink_ == nullptr; }
   int peer() const override { return peer_; }
   Transport& transport() const override { return owner_; }
-  void setCallTag(const CallTag& tag) override { tag_ = tag; }
+  void setSendTag(const CallTag& tag) override { sendTag_ = tag; }
+  void setRecvTag(const CallTag& tag) override { recvTag_ = tag; }
 
   void fail(int code, const std::string& reason) {
     std::lock_guard lock(out_->mutex);
@@ -131,7 +132,8 @@ class LoopbackConnection final : public Connection {
   int peer_;
   std::shared_ptr<Channel> out_;
   std::shared_ptr<Channel> in_;
-  CallTag tag_;
+  CallTag sendTag_;
+  CallTag recvTag_;
   RecvSink* sink_ = nullptr;
   size_t recvBytes_ = 0;
 };

@@ -214,6 +214,7 @@ std::string verifySymbolic(const CollectiveShape& shape, bool inPlace, const Sim
           // Non-roots leave recv alone: untouched (0) out of place, their own input in place.
           expected = r == shape.root ? reduced : (inPlace ? 1ull << r : 0);
           break;
+        default: return std::string("simulator: no symbolic check for ") + collectiveName(shape.collective);
       }
       if (recv[i] != expected) {
         char text[200];

@@ -72,7 +72,9 @@ void ArenaEngine::announceDeparture() {
 size_t ArenaEngine::elementBytes(const CallSpec& call) const { return typeSize(call.type); }
 
 bool ArenaEngine::handles(const CallSpec& call) const {
-  return eager(call) || (settings_.crossMemory && !(settings_.deterministic && hasOp(call.collective)));
+  // All-to-all, gather, scatter and barrier run as mesh schedules (after postOnly).
+  const bool known = call.collective <= Collective::Reduce;
+  return known && (eager(call) || (settings_.crossMemory && !(settings_.deterministic && hasOp(call.collective))));
 }
 
 void ArenaEngine::run(const CallSpec& call, const Describe& describe) {
@@ -88,8 +90,9 @@ void ArenaEngine::run(const CallSpec& call, const Describe& describe) {
     case Collective::ReduceScatter: reduceScatter(call, describe); return;
     case Collective::Broadcast: broadcast(call, describe); return;
     case Collective::Reduce: reduce(call, describe); return;
+    default: break;
   }
-  throwInternal("direct collectives: unknown collective");
+  throwInternal(std::string("direct collectives: no direct ") + collectiveName(call.collective));
 }
 
 void ArenaEngine::postOnly(const CallSpec& call, const Describe& describe) {

@@ -110,7 +110,8 @@ class ShmConnection final : public Connection {
   Transport& transport() const override { return owner_; }
   // Peers ring this rank's doorbell when they post data for it or free space in its FIFOs.
   Bell* bell() const override { return &ownBell_; }
-  void setCallTag(const CallTag& tag) override { tag_ = tag; }
+  void setSendTag(const CallTag& tag) override { sendTag_ = tag; }
+  void setRecvTag(const CallTag& tag) override { recvTag_ = tag; }
 
   void wakePeer() { peerBell_.ring(); }
 
@@ -168,7 +169,7 @@ class ShmConnection final : public Connection {
     while (budget > 0 && sendOffset_ < sendBytes_ && outgoing_.freeSlots() > 0) {
       const size_t piece = std::min(slotBytes, sendBytes_ - sendOffset_);
       outgoing_.push(sendData_ + sendOffset_, static_cast<uint32_t>(piece), sendOffset_,
-                     sendMessageSeq_, tag_);
+                     sendMessageSeq_, sendTag_);
       sendOffset_ += piece;
       --budget;
       moved = true;
@@ -190,7 +191,7 @@ class ShmConnection final : public Connection {
       const ShmSlotHeader header = incoming_.frontHeader();
       if (recvOffset_ == 0) {
         throwIfFailureReport(header);
-        checkSameCall(tag_, header.callSequence, header.call, rank_, peer_);  // LOOM_CHECK
+        checkSameCall(recvTag_, header.callSequence, header.call, rank_, peer_);  // LOOM_CHECK
       }
       if (header.messageSeq != recvMessageSeq_ || header.offset != recvOffset_ ||
           header.bytes != piece) {
@@ -223,7 +224,8 @@ class ShmConnection final : public Connection {
   Doorbell& ownBell_;
   const int rank_;
   const int peer_;
-  CallTag tag_;
+  CallTag sendTag_;
+  CallTag recvTag_;
   ShmFifo incoming_;
   ShmFifo outgoing_;
   ShmSegment peerBellSegment_;

@@ -155,8 +155,8 @@ void SocketConnection::postSend(const Region& region, size_t offset, size_t byte
   const char* data = region.base + offset;
   if (faults_.delayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(faults_.delayMs));
   WireHeader header;
-  header.sequence = tag_.sequence;
-  header.call = tag_.call;
+  header.sequence = sendTag_.sequence;
+  header.call = sendTag_.call;
   header.bytes = bytes;
   encodeWireHeader(header, sendHeader_);
   if (static_cast<int64_t>(++messagesSent_) == faults_.corruptHeader) sendHeader_[0] ^= 0xff;
@@ -313,7 +313,7 @@ void SocketConnection::deliverStaged(size_t index) {
 }
 
 void SocketConnection::checkHeader(const WireHeader& header) const {
-  checkSameCall(tag_, header.sequence, header.call, self_, peer_);
+  checkSameCall(recvTag_, header.sequence, header.call, self_, peer_);
   if (header.bytes != recvBytes_) {
     throw ExplainedError(loomInvalidUsage, "peer rank " + std::to_string(peer_) +
                                                " (socket) sent a message of " + std::to_string(header.bytes) +

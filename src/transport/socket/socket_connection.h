@@ -34,7 +34,8 @@ class SocketConnection final : public Connection {
   int peer() const override { return peer_; }
   Transport& transport() const override;
   void addPollFds(std::vector<pollfd>& fds) const override;
-  void setCallTag(const CallTag& tag) override { tag_ = tag; }
+  void setSendTag(const CallTag& tag) override { sendTag_ = tag; }
+  void setRecvTag(const CallTag& tag) override { recvTag_ = tag; }
   // Drains what is left of a message being received (discarding it, as far as it has
   // arrived), then reads a Failure frame if lane 0 holds a whole one; also after a completed
   // receive. May be called again (it resumes where it stopped).
@@ -103,7 +104,8 @@ class SocketConnection final : public Connection {
   size_t recvBytes_ = 0;
   size_t recvRemaining_ = 0;  // bytes not yet delivered
 
-  CallTag tag_;
+  CallTag sendTag_;
+  CallTag recvTag_;
   uint8_t sendHeader_[kWireHeaderBytes] = {};
   size_t sendHeaderSent_ = kWireHeaderBytes;  // < kWireHeaderBytes while the header goes out
   uint8_t recvHeader_[kWireHeaderBytes] = {};
