@@ -260,5 +260,18 @@ TEST(MovementSimulator, CatchesABarrierMissingItsLastRound) {
   }
 }
 
+// The barrier as first written: each round's receive waited for nothing, so a round's send
+// carried only one chain of earlier messages. n = 8: rank 0 never hears of rank 3.
+TEST(MovementSimulator, CatchesABarrierWhoseRoundsDoNotAccumulate) {
+  MovementProblem problem = movementProblem(movementCase(Collective::Barrier, 8, 0));
+  for (RankProgram& program : problem.programs) {
+    for (Step& step : program.schedule.steps) {
+      if (step.kind == StepKind::Recv) step.dependsOn = -1;
+    }
+  }
+  EXPECT_EQ(verifyBarrier(simulateMovement(problem.programs)),
+            "barrier of 8 ranks: rank 0 can finish before rank 3 has started (it hears from 7 ranks)");
+}
+
 }  // namespace
 }  // namespace loom::algo
