@@ -206,7 +206,7 @@ class Run {
     if (it != lanes_.end()) return it->second;
     const auto& connections = *context_.connections;
     if (peer < 0 || peer >= static_cast<int>(connections.size()) || connections[peer] == nullptr) {
-      throwInternal("rank " + std::to_string(context_.rank) + ": " + context_.operation +
+      throwInternal("rank " + std::to_string(context_.rank) + ": " + context_.operation() +
                     ": schedule needs a connection to rank " + std::to_string(peer) +
                     " that was not set up");
     }
@@ -362,7 +362,7 @@ class Run {
   }
 
   std::string prefix() const {
-    return "rank " + std::to_string(context_.rank) + ": " + context_.operation + ": ";
+    return "rank " + std::to_string(context_.rank) + ": " + context_.operation() + ": ";
   }
 
   // Checked only after the rank has idled for kLivenessCheckIntervalMs, then at that interval.
@@ -406,7 +406,7 @@ class Run {
   void checkAbort() const {
     if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " aborted (loomCommAbort or loomCommRevoke)");
+                                       context_.operation() + " aborted (loomCommAbort or loomCommRevoke)");
     }
   }
 
@@ -422,7 +422,7 @@ class Run {
     checkPeersAlive(now);
     if (now - idleSince_ > std::chrono::milliseconds(context_.timeoutMs)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " timed out: no progress for " +
+                                       context_.operation() + " timed out: no progress for " +
                                        std::to_string(context_.timeoutMs) + " ms " + waitingOn());
     }
   }
