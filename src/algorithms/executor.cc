@@ -112,8 +112,8 @@ struct Registration {
   }
 };
 
-// Spin 63 passes (each pass also polls every busy connection), yield 128, then sleep from 50 us,
-// doubling every 8 passes, up to 10 ms between deadline checks.
+// Spin (ExecutionContext::spinPasses; each pass also polls every busy connection), yield 128
+// passes, then sleep from 50 us, doubling every 8 passes, up to 10 ms between deadline checks.
 constexpr BackoffPolicy kExecutorBackoff{63, 128, 50, 8, 8, 10000};
 
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
@@ -477,7 +477,9 @@ class Run {
   const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
   transport::WaitSet waits_;
   std::vector<const transport::Connection*> waiting_;  // kept: no allocation per sleep
-  Backoff backoff_{kExecutorBackoff};
+  Backoff backoff_{BackoffPolicy{context_.spinPasses, kExecutorBackoff.yieldRounds, kExecutorBackoff.firstSleepUs,
+                                 kExecutorBackoff.roundsPerDoubling, kExecutorBackoff.maxDoublings,
+                                 kExecutorBackoff.maxSleepUs}};
   Clock::time_point idleSince_;
   Clock::time_point nextLivenessCheck_;
 };

@@ -57,6 +57,10 @@ struct ExecutionContext {
   // so a copy does not first read every output line it overwrites.
   bool streamCopies = false;
   bool streamReductions = false;
+  // Passes that spin before a waiting rank yields its core. Ranks that each have a core answer
+  // within microseconds (a point-to-point round trip), so they spin longer than oversubscribed
+  // ones, which must hand the core to the rank they wait for.
+  int spinPasses = 63;
 };
 
 // Runs `schedule`, this rank's part of `call` (its type and op reduce what arrives).

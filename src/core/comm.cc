@@ -232,6 +232,7 @@ void Communicator::fillContext(algo::ExecutionContext& context, std::function<st
   context.checkCalls = settings_.checkLevel >= 1;
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;
   context.streamReductions = messageBytes >= settings_.streamReduceBytes;
+  context.spinPasses = links_->oversubscribed() ? 63 : 4095;
 }
 
 void Communicator::waitForAsyncWork() {
