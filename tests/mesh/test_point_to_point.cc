@@ -42,6 +42,37 @@ TEST(PointToPoint, MessagesBetweenAPairMatchInIssueOrder) {
   }
 }
 
+// Lone sends and receives on a stream: each is a stream item, in issue order with the
+// collective queued between them.
+TEST(PointToPoint, LoneMessagesOnAStreamKeepTheirOrder) {
+  const bool ok = runRanks(2, transports()[0].env, [&](loomComm_t comm, int rank) {
+    loomStream_t stream = nullptr;
+    check(loomStreamCreate(&stream), "stream");
+    std::vector<int64_t> first(1000, rank * 10 + 1), second(3, rank * 10 + 2), in1(1000, 0), in2(3, 0);
+    int64_t one = 1, sum = 0;
+    const int peer = 1 - rank;
+    if (rank == 0) {
+      check(loomSend(first.data(), 1000, loomInt64, peer, comm, stream), "send 1");
+      check(loomAllReduce(&one, &sum, 1, loomInt64, loomSum, comm, stream), "allreduce");
+      check(loomSend(second.data(), 3, loomInt64, peer, comm, stream), "send 2");
+      check(loomRecv(in1.data(), 1000, loomInt64, peer, comm, stream), "recv 1");
+    } else {
+      check(loomRecv(in1.data(), 1000, loomInt64, peer, comm, stream), "recv 1");
+      check(loomAllReduce(&one, &sum, 1, loomInt64, loomSum, comm, stream), "allreduce");
+      check(loomRecv(in2.data(), 3, loomInt64, peer, comm, stream), "recv 2");
+      check(loomSend(first.data(), 1000, loomInt64, peer, comm, stream), "send 1");
+    }
+    check(loomStreamSynchronize(stream), "synchronize");
+    for (int64_t v : in1) LOOM_REQUIRE(v == peer * 10 + 1, "first message");
+    if (rank == 1) {
+      for (int64_t v : in2) LOOM_REQUIRE(v == 2, "second message");
+    }
+    LOOM_REQUIRE(sum == 2, "allreduce between the messages");
+    check(loomStreamDestroy(stream), "stream destroy");
+  });
+  EXPECT_TRUE(ok);
+}
+
 TEST(PointToPoint, GroupedAllPairsExchangeOf8RanksIsExact) {
   for (const Transport& transport : transports()) {
     if (transport.label == std::string("shm-fifo")) continue;  // the grid covers it
