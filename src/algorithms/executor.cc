@@ -208,7 +208,6 @@ class Run {
     done_.assign(schedule.steps.size(), 0);
     local_.clear();
     lanes_.reset(context.connections != nullptr ? context.connections->size() : 0);
-    registered_.clear();
     waits_.clear();
     if (context.checkCalls) {
       tag_.sequence = call.sequence;
@@ -229,7 +228,8 @@ class Run {
   }
 
   ~Run() {
-    for (Registration& registration : registered_) {
+    for (size_t i = 0; i < registrations_; ++i) {
+      Registration& registration = registered_[i];
       for (const transport::Region& region : registration.buffers) {
         if (region.base != nullptr) registration.transport->deregisterRegion(region);
       }
@@ -265,10 +265,15 @@ class Run {
 
   // The call's buffers registered with `transport` (once per transport and call).
   size_t registrationFor(transport::Transport& transport) {
-    for (size_t i = 0; i < registered_.size(); ++i) {
+    for (size_t i = 0; i < registrations_; ++i) {
       if (registered_[i].transport == &transport) return i;
     }
-    Registration registration{&transport, {}, {}};
+    // Entries are reused (with their vector's memory) from the thread's earlier calls.
+    if (registrations_ == registered_.size()) registered_.emplace_back();
+    Registration& registration = registered_[registrations_];
+    registration.transport = &transport;
+    for (transport::Region& region : registration.buffers) region = transport::Region{};
+    registration.user.clear();
     for (Buffer buffer : {Buffer::Send, Buffer::Recv, Buffer::Scratch}) {
       const size_t extent = schedule_.reach[static_cast<int>(buffer)];
       if (extent > 0 && base(buffer) != nullptr) {
@@ -282,8 +287,7 @@ class Run {
         if (user.base != nullptr && user.bytes > 0) registration.user[k] = transport.registerRegion(user.base, user.bytes);
       }
     }
-    registered_.push_back(registration);
-    return registered_.size() - 1;
+    return registrations_++;
   }
 
   PeerLanes& peerLanes(int peer) {
@@ -559,6 +563,7 @@ class Run {
   std::vector<const void*>& rankSources_;
   LaneTable& lanes_;
   std::vector<Registration>& registered_;
+  size_t registrations_ = 0;  // this call's: the first registrations_ of registered_
   transport::CallTag tag_;
   const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
   transport::WaitSet& waits_;

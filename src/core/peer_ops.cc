@@ -24,10 +24,11 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   refuseIfFailed();
   ErrorState::Running running(errors_);
 
-  std::vector<algo::PeerOperation> operations;
-  std::vector<algo::UserBuffer> buffers;
-  operations.reserve(ops.size());
-  buffers.reserve(ops.size());
+  // Kept per thread, like the executor's storage: a small exchange allocates nothing here.
+  thread_local std::vector<algo::PeerOperation> operations;
+  thread_local std::vector<algo::UserBuffer> buffers;
+  operations.clear();
+  buffers.clear();
   size_t totalBytes = 0;
   for (const algo::CallSpec& op : ops) {
     const bool send = op.collective == algo::Collective::Send;
