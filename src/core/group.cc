@@ -149,10 +149,11 @@ bool endOnOneTarget(std::vector<Queued>& calls) {
     if (algo::isPointToPoint(queued.call.collective)) peerOps.push_back(queued.call);
   }
   if (!peerOps.empty()) checkSelfMessages(*comm, peerOps);
-  std::vector<CallBatch> item(1);
-  CallBatch& batch = item.front();
+  CallBatch batch;
   batch.comm = calls.front().comm;
   batch.calls.reserve(calls.size() - peerCount + (peerCount > 0 ? 1 : 0));
+  std::vector<CallBatch> item;  // a stream's queue entry; built before the turns are taken
+  if (stream != nullptr) item.reserve(1);
   {
     const IssueStep step(*comm);
     for (const Queued& queued : calls) {
@@ -160,6 +161,7 @@ bool endOnOneTarget(std::vector<Queued>& calls) {
     }
     if (!peerOps.empty()) batch.calls.emplace_back(std::move(peerOps), comm->takeTicket());
     if (stream != nullptr) {
+      item.push_back(std::move(batch));
       calls.front().stream->enqueue(std::move(item));
       return true;
     }
