@@ -1,5 +1,6 @@
 // The peer perf tools (perf/peers/): all-reduce, all-gather and reduce-scatter on MPI (under
-// mpirun) and on Gloo (under loomrun, and as threads with -t), run as a user runs them. They must
+// mpirun) and on Gloo (under loomrun, and as threads with -t), and sendrecv, all-to-all, gather
+// and scatter on MPI, run as a user runs them. They must
 // print the same table as Loom's tools (same column titles, 13 columns per row), check every
 // result exactly (0 wrong, and an injected fault counted exactly), refuse a datatype the library
 // lacks when it is named and skip it under -d all, and write the same JSON schema.
@@ -84,7 +85,11 @@ struct Peer {
   const char* library;     // "mpi" or "gloo"
   const char* collective;  // "all_reduce", ...
   std::string tool() const { return std::string(library) + "_" + collective + "_perf"; }
-  bool hasOp() const { return std::string(collective) != "all_gather"; }
+  bool is(const char* name) const { return std::string(collective) == name; }
+  bool hasOp() const { return is("all_reduce") || is("reduce_scatter"); }
+  bool hasRoot() const { return is("gather") || is("scatter"); }
+  // sendrecv and alltoall have no in-place form: their in-place columns print N/A.
+  bool hasInPlace() const { return !is("sendrecv") && !is("alltoall"); }
   // The types -d all runs: MPI has no half or bfloat16, Gloo no bfloat16.
   size_t typeCount() const { return std::string(library) == "mpi" ? 8 : 9; }
 };
@@ -143,9 +148,9 @@ class PeerTool : public ::testing::TestWithParam<Peer> {
       if (!GetParam().hasOp()) {
         EXPECT_EQ(row[3], "none") << run.out;
       }
-      EXPECT_EQ(row[4], "-1") << run.out;
+      EXPECT_EQ(row[4], GetParam().hasRoot() ? "0" : "-1") << run.out;
       EXPECT_EQ(row[8], "0") << "out-of-place #wrong\n" << run.out;
-      EXPECT_EQ(row[12], "0") << "in-place #wrong\n" << run.out;
+      EXPECT_EQ(row[12], GetParam().hasInPlace() ? "0" : "N/A") << "in-place #wrong\n" << run.out;
     }
   }
   size_t expectedRows() const {
@@ -173,10 +178,15 @@ TEST_P(PeerTool, InjectedFaultIsCountedExactly) {
   const ToolRun run = runCommand(launch(GetParam(), 2, "LOOM_PERF_INJECT_FAULT=1") +
                                  " -b 1K -e 1K -d int32 -o sum -n 1 -w 0");
   EXPECT_EQ(run.exitCode, 1) << run.out;
-  // 1 KiB of int32 = 256 elements; all-gather / reduce-scatter: 128 per rank.
-  const std::string collective = GetParam().collective;
-  const uint64_t perPlace = collective == "all_reduce" ? 2 * 256 : 2 * 128;
-  EXPECT_NE(run.out.find("# Out of bounds values : " + std::to_string(2 * perPlace) + " FAILED\n"),
+  // 1 KiB of int32 = 256 elements, 128 per rank where the count is per rank.
+  const Peer& peer = GetParam();
+  uint64_t perPlace = 2 * 128;  // on each rank, the block that came from (or through) rank 0
+  if (peer.is("all_reduce")) perPlace = 2 * 256;  // every element on both ranks
+  if (peer.is("sendrecv")) perPlace = 256;        // all that rank 1 receives
+  if (peer.is("gather")) perPlace = 128;          // rank 0's block, on the root
+  const uint64_t places = peer.hasInPlace() ? 2 : 1;
+  EXPECT_NE(run.out.find("# Out of bounds values : " + std::to_string(places * perPlace) +
+                         " FAILED\n"),
             std::string::npos)
       << run.out;
 }
@@ -229,8 +239,9 @@ TEST_P(PeerTool, JsonHasLoomsSchema) {
 
 INSTANTIATE_TEST_SUITE_P(Peers, PeerTool,
                          ::testing::Values(Peer{"mpi", "all_reduce"}, Peer{"mpi", "all_gather"},
-                                           Peer{"mpi", "reduce_scatter"},
-                                           Peer{"gloo", "all_reduce"}, Peer{"gloo", "all_gather"},
+                                           Peer{"mpi", "reduce_scatter"}, Peer{"mpi", "sendrecv"},
+                                           Peer{"mpi", "alltoall"}, Peer{"mpi", "gather"},
+                                           Peer{"mpi", "scatter"}, Peer{"gloo", "all_reduce"}, Peer{"gloo", "all_gather"},
                                            Peer{"gloo", "reduce_scatter"}),
                          [](const auto& info) {
                            return std::string(info.param.library) + "_" + info.param.collective;
