@@ -102,14 +102,14 @@ int rawValue(const Enum& value) {
   return raw;
 }
 
-void checkType(int raw) {
+void checkType(int raw, bool reduces) {
   if (raw < 0 || raw >= loomNumTypes) throwArgument("invalid datatype " + std::to_string(raw));
   const auto type = static_cast<loomDataType_t>(raw);
-  if (type == loomFloat8e4m3 || type == loomFloat8e5m2) {
+  if (reduces && (type == loomFloat8e4m3 || type == loomFloat8e5m2)) {
     throwArgument("datatype " + std::to_string(type) +
                   " (fp8 e4m3/e5m2) is not supported by host collectives in this release");
   }
-  if (!kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(raw));
+  if (reduces && !kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(raw));
 }
 
 void checkOp(int raw, const PreMulSum& premul) {
@@ -226,7 +226,7 @@ void checkOverlap(const CallSpec& call, int rank, int nranks) {
 void validate(const CallSpec& call, int rank, int nranks) {
   // Built only on the way to an error: the common path allocates nothing.
   auto where = [rank] { return "rank " + std::to_string(rank) + ": "; };
-  checkType(rawValue(call.type));
+  checkType(rawValue(call.type), hasOp(call.collective));
   if (hasOp(call.collective)) checkOp(rawValue(call.op), call.premul);
   checkCount(call.count, blocksPerCount(call.collective, nranks), call.type);
   if (hasRoot(call.collective) && (call.root < 0 || call.root >= nranks)) {

@@ -5,6 +5,10 @@
 // round; 8: three; no root and no fan-in bottleneck.
 //
 // Scratch byte 0 is what is sent (its value is never read); byte 1 + k receives round k's.
+// Round k's receive also waits for round k-1's: otherwise a round's send would carry only what
+// the previous round's message knew, not everything heard before it, and for n = 6..8 and
+// 10..16 a rank could finish before some rank had entered (n = 8: rank 0 never hears of rank 3;
+// tests/unit/test_schedules_mesh.cc proves the property with the simulator's causality).
 #include "algorithms/schedule.h"
 
 namespace loom::algo {
@@ -20,8 +24,9 @@ Schedule disseminationBarrier(const CollectiveShape& shape) {
     Step send{StepKind::Send, (shape.rank + distance) % n, {}, Range{Buffer::Scratch, 0, 1}};
     send.dependsOn = previousRecv;
     schedule.steps.push_back(send);
-    schedule.steps.push_back(
-        Step{StepKind::Recv, (shape.rank - distance % n + n) % n, Range{Buffer::Scratch, 1 + static_cast<size_t>(k), 1}, {}});
+    Step recv{StepKind::Recv, (shape.rank - distance % n + n) % n, Range{Buffer::Scratch, 1 + static_cast<size_t>(k), 1}, {}};
+    recv.dependsOn = previousRecv;
+    schedule.steps.push_back(recv);
     previousRecv = static_cast<int>(schedule.steps.size()) - 1;
   }
   schedule.scratchBytes = rounds > 0 ? 1 + static_cast<size_t>(rounds) : 0;

@@ -271,11 +271,11 @@ class Run {
     lane.pending.pop_front();
     const Step& step = schedule_.steps[lane.active];
     if (isSend) {
-      if (step.message != 0) lanes.connection->setSendTag(messageTag(step));
+      if (step.message != 0 || perMessageCounts_) lanes.connection->setSendTag(messageTag(step));
       const transport::Region& region = registered_[lanes.regions].of(step.src.buffer);
       lanes.connection->postSend(region, step.src.offset, step.src.bytes);
     } else {
-      if (step.message != 0) lanes.connection->setRecvTag(messageTag(step));
+      if (step.message != 0 || perMessageCounts_) lanes.connection->setRecvTag(messageTag(step));
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
       lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
@@ -283,11 +283,13 @@ class Run {
     return true;
   }
 
-  // A point-to-point message's own tag: its place in its direction and its size (LOOM_CHECK).
+  // A message's own tag (LOOM_CHECK): its size, and for a point-to-point message its place in
+  // its direction instead of the call's number. All-to-all-v tags each message with its size,
+  // so counts a pair disagrees on fail on both ranks naming both sizes.
   transport::CallTag messageTag(const Step& step) const {
     transport::CallTag tag = tag_;
     if (tag.sequence == 0) return tag;  // not checked
-    tag.sequence = transport::kPointToPointTag | step.message;
+    if (step.message != 0) tag.sequence = transport::kPointToPointTag | step.message;
     tag.call.count = (step.kind == StepKind::Send ? step.src.bytes : step.dst.bytes) / elementBytes_;
     return tag;
   }
@@ -472,6 +474,7 @@ class Run {
   std::map<int, PeerLanes> lanes_;
   std::vector<Registration> registered_;
   transport::CallTag tag_;
+  const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
   transport::WaitSet waits_;
   std::vector<const transport::Connection*> waiting_;  // kept: no allocation per sleep
   Backoff backoff_{kExecutorBackoff};

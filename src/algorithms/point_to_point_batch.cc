@@ -9,21 +9,20 @@
 
 namespace loom::algo {
 
-Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operations) {
-  Schedule schedule;
-  std::vector<size_t> selfSends, selfRecvs;
+namespace {
+
+struct SelfMessages {
+  std::vector<size_t> sends, recvs;  // operation indices, in order
+};
+
+// The batch's sends to and receives from this rank itself, checked to pair up one to one.
+SelfMessages selfMessages(int rank, const std::vector<PeerOperation>& operations) {
+  SelfMessages self;
   for (size_t k = 0; k < operations.size(); ++k) {
-    const PeerOperation& operation = operations[k];
-    if (operation.bytes == 0) continue;
-    if (operation.peer == rank) {
-      (operation.send ? selfSends : selfRecvs).push_back(k);
-      continue;
-    }
-    Step step{operation.send ? StepKind::Send : StepKind::Recv, operation.peer, {}, {}};
-    (operation.send ? step.src : step.dst) = Range{userBuffer(k), 0, operation.bytes};
-    step.message = operation.message;
-    schedule.steps.push_back(step);
+    if (operations[k].bytes > 0 && operations[k].peer == rank) (operations[k].send ? self.sends : self.recvs).push_back(k);
   }
+  const std::vector<size_t>& selfSends = self.sends;
+  const std::vector<size_t>& selfRecvs = self.recvs;
   for (size_t i = 0; i < std::max(selfSends.size(), selfRecvs.size()); ++i) {
     if (i >= selfSends.size() || i >= selfRecvs.size()) {
       const bool send = i < selfSends.size();
@@ -38,8 +37,29 @@ Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operation
       throwUsage("rank " + std::to_string(rank) + ": a send of " + std::to_string(send.bytes) +
                  " bytes to this rank itself meets a receive of " + std::to_string(recv.bytes) + " bytes");
     }
+  }
+  return self;
+}
+
+}  // namespace
+
+void checkSelfMessages(int rank, const std::vector<PeerOperation>& operations) { selfMessages(rank, operations); }
+
+Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operations) {
+  const SelfMessages self = selfMessages(rank, operations);
+  Schedule schedule;
+  for (size_t k = 0; k < operations.size(); ++k) {
+    const PeerOperation& operation = operations[k];
+    if (operation.bytes == 0 || operation.peer == rank) continue;
+    Step step{operation.send ? StepKind::Send : StepKind::Recv, operation.peer, {}, {}};
+    (operation.send ? step.src : step.dst) = Range{userBuffer(k), 0, operation.bytes};
+    step.message = operation.message;
+    schedule.steps.push_back(step);
+  }
+  for (size_t i = 0; i < self.sends.size(); ++i) {
+    const size_t bytes = operations[self.sends[i]].bytes;
     schedule.steps.push_back(
-        Step{StepKind::Copy, -1, Range{userBuffer(selfRecvs[i]), 0, recv.bytes}, Range{userBuffer(selfSends[i]), 0, send.bytes}});
+        Step{StepKind::Copy, -1, Range{userBuffer(self.recvs[i]), 0, bytes}, Range{userBuffer(self.sends[i]), 0, bytes}});
   }
   schedule.measure();
   return schedule;

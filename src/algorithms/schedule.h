@@ -123,6 +123,8 @@ struct PeerOperation {
 // send to this rank itself is matched with this rank's receive from itself (a local copy);
 // throws loomInvalidUsage naming the operation when one has no partner.
 Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operations);
+// Only the check of the batch's messages to itself (before it takes a turn).
+void checkSelfMessages(int rank, const std::vector<PeerOperation>& operations);
 
 // Helpers shared by the generators (schedule.cc).
 

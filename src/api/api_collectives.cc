@@ -1,10 +1,11 @@
-// The collective entry points: each builds the call's descriptor (algorithms/call_spec.h) once
+// The collective and point-to-point entry points: each builds the call's descriptor (algorithms/call_spec.h) once
 // from its arguments, checks it with the one validate(), and issues it: now, queued in a group,
 // or enqueued on a stream.
 #include <cstring>
 
 #include "algorithms/call_spec.h"
 #include "api/api_internal.h"
+#include "base/error.h"
 #include "core/group.h"
 
 using namespace loom;
@@ -38,6 +39,7 @@ void issue(const algo::CallSpec& call) {
 
 constexpr loomRedOp_t kNoOp = loomSum;  // collectives that do not reduce
 constexpr int kNoRoot = 0;
+constexpr loomDataType_t kBarrierType = loomUint8;  // the barrier moves single bytes
 
 }  // namespace
 
@@ -77,6 +79,74 @@ loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count, loom
                         int root, loomComm_t comm, loomStream_t stream) {
   return api::guarded("loomReduce", [&] {
     issue(describe(algo::Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream));
+  });
+}
+
+loomResult_t loomAlltoAll(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype,
+                          loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomAlltoAll", [&] {
+    issue(describe(algo::Collective::AllToAll, sendbuff, recvbuff, count, datatype, kNoOp, kNoRoot, comm, stream));
+  });
+}
+
+loomResult_t loomAlltoAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                           const size_t recvcounts[], const size_t rdispls[], loomDataType_t datatype,
+                           loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomAlltoAllv", [&] {
+    algo::CallSpec call =
+        describe(algo::Collective::AllToAllv, sendbuff, recvbuff, 0, datatype, kNoOp, kNoRoot, comm, stream);
+    // The arrays are copied now: a call queued in a group or on a stream must not read them later.
+    std::shared_ptr<Communicator> communicator = api::checkedComm(comm);
+    if (sendcounts == nullptr || sdispls == nullptr || recvcounts == nullptr || rdispls == nullptr) {
+      throwArgument("rank " + std::to_string(communicator->rank()) +
+                    ": alltoallv: sendcounts, sdispls, recvcounts and rdispls must not be NULL");
+    }
+    const size_t n = static_cast<size_t>(communicator->size());
+    auto layout = std::make_shared<algo::VectorLayout>();
+    layout->sendCounts.assign(sendcounts, sendcounts + n);
+    layout->sendDispls.assign(sdispls, sdispls + n);
+    layout->recvCounts.assign(recvcounts, recvcounts + n);
+    layout->recvDispls.assign(rdispls, rdispls + n);
+    call.layout = std::move(layout);
+    issue(call);
+  });
+}
+
+loomResult_t loomGather(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype, int root,
+                        loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomGather", [&] {
+    issue(describe(algo::Collective::Gather, sendbuff, recvbuff, count, datatype, kNoOp, root, comm, stream));
+  });
+}
+
+loomResult_t loomScatter(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype, int root,
+                         loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomScatter", [&] {
+    issue(describe(algo::Collective::Scatter, sendbuff, recvbuff, count, datatype, kNoOp, root, comm, stream));
+  });
+}
+
+loomResult_t loomBarrier(loomComm_t comm, loomStream_t stream) {
+  return api::guarded("loomBarrier", [&] {
+    issue(describe(algo::Collective::Barrier, nullptr, nullptr, 0, kBarrierType, kNoOp, kNoRoot, comm, stream));
+  });
+}
+
+loomResult_t loomSend(const void* sendbuff, size_t count, loomDataType_t datatype, int peer, loomComm_t comm,
+                      loomStream_t stream) {
+  return api::guarded("loomSend", [&] {
+    algo::CallSpec call = describe(algo::Collective::Send, sendbuff, nullptr, count, datatype, kNoOp, kNoRoot, comm, stream);
+    call.peer = peer;
+    issue(call);
+  });
+}
+
+loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int peer, loomComm_t comm,
+                      loomStream_t stream) {
+  return api::guarded("loomRecv", [&] {
+    algo::CallSpec call = describe(algo::Collective::Recv, nullptr, recvbuff, count, datatype, kNoOp, kNoRoot, comm, stream);
+    call.peer = peer;
+    issue(call);
   });
 }
 

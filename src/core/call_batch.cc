@@ -9,9 +9,13 @@ namespace loom {
 
 void runBatch(const CallBatch& batch) {
   std::exception_ptr first;
-  for (const auto& [call, ticket] : batch.calls) {
+  for (const Work& work : batch.calls) {
     try {
-      batch.comm->run(call, ticket);
+      if (work.peerOps.empty()) {
+        batch.comm->run(work.call, work.ticket);
+      } else {
+        batch.comm->runPeerOps(work.peerOps, work.ticket);
+      }
     } catch (...) {
       if (!first) first = std::current_exception();
     }

@@ -14,11 +14,22 @@ namespace loom {
 
 class Communicator;
 
-// One communicator's calls, in issue order, each with its ticket (core/call_order.h). The
-// batch keeps the communicator alive until it has run.
+// One turn of a communicator (core/call_order.h): a call, or, when `peerOps` is not empty, a
+// batch of point-to-point operations that run as one unit (a group's sends and receives, or a
+// lone send or receive; `call` is then unused).
+struct Work {
+  Work(const algo::CallSpec& call, uint64_t ticket) : call(call), ticket(ticket) {}
+  Work(std::vector<algo::CallSpec> peerOps, uint64_t ticket) : ticket(ticket), peerOps(std::move(peerOps)) {}
+  algo::CallSpec call;
+  uint64_t ticket = 0;
+  std::vector<algo::CallSpec> peerOps;  // sends and receives, in issue order
+};
+
+// One communicator's turns, in issue order, each with its ticket. The batch keeps the
+// communicator alive until it has run.
 struct CallBatch {
   std::shared_ptr<Communicator> comm;
-  std::vector<std::pair<algo::CallSpec, uint64_t>> calls;
+  std::vector<Work> calls;
 };
 
 // Runs the batch's calls in order on the calling thread. Every ticket is run: after a failure

@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace loom {
 
@@ -58,8 +59,16 @@ class CallOrder {
   // Wakes waiting calls so they see a stop flag set just before: a call waiting behind one that
   // cannot end (queued on a stream that is stuck elsewhere) would otherwise sleep to its timeout.
   void wakeWaiters();
-  // The turn holder's next call number: 1, 2, ...
+  // The turn holder's next call number: 1, 2, ... Collectives only: every rank takes part in
+  // each of them, so every rank numbers them alike.
   uint64_t nextSequence() { return ++sequence_; }
+  // The turn holder's next point-to-point message number to (send) or from `peer`: 1, 2, ...
+  // Messages of one pair and direction are numbered alike on both of its ranks.
+  uint64_t nextMessage(bool send, int peer) {
+    std::vector<uint64_t>& numbers = send ? sentTo_ : receivedFrom_;
+    if (numbers.size() <= static_cast<size_t>(peer)) numbers.resize(static_cast<size_t>(peer) + 1, 0);
+    return ++numbers[static_cast<size_t>(peer)];
+  }
 
   // Work queued on streams but not finished yet; loomCommFinalize waits for it.
   void asyncWorkAdded() { pendingAsync_.fetch_add(1); }
@@ -76,6 +85,7 @@ class CallOrder {
   std::atomic<int> turnWaiters_{0};
   std::atomic<bool> failed_{false};
   uint64_t sequence_ = 0;  // touched only by the turn holder
+  std::vector<uint64_t> sentTo_, receivedFrom_;  // by peer; touched only by the turn holder
 
   std::atomic<int> pendingAsync_{0};
   std::mutex asyncMutex_;

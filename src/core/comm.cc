@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "algorithms/executor.h"
 #include "base/datatype.h"
@@ -90,37 +91,50 @@ std::string Communicator::describeCall(const algo::CallSpec& call) const {
 }
 
 void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
-  log::setThreadRank(rank_);
-  // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it.
-  // A wait that times out or sees an abort takes no turn (the communicator is dead anyway).
-  waitForTurn(ticket, issued);
-  if (revoked()) {
-    throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) +
-                                      ": communicator was revoked (loomCommRevoke): destroy it, or shrink or split it");
-  }
-  if (aborted()) {
-    throw Error(loomInvalidUsage, "rank " + std::to_string(rank_) + ": communicator was aborted");
-  }
-  // From here on the turn is handed on whatever happens.
-  struct TurnRelease {
-    CallOrder& order;
-    uint64_t ticket;
-    ~TurnRelease() { order.endTurn(ticket); }
-  } release{order_, ticket};
+  const TurnGuard turn(*this, ticket, issued);
   algo::CallSpec call = issued;
   call.sequence = order_.nextSequence();
-  if (errors_.failed()) {
-    std::string earlier;
-    const loomResult_t failed = errors_.asyncError(&earlier);
-    throw Error(failed, "rank " + std::to_string(rank_) + ": communicator is unusable after an earlier error: " + earlier);
-  }
+  refuseIfFailed();
   ErrorState::Running running(errors_);
   // LOOM_CHECK=2 looks at the input before the call (in place, the call overwrites it).
   const size_t badInput = settings_.checkLevel >= 2 ? nonFiniteInput(call) : 0;
+  failingCommunicator([&] { execute(call); });
+  if (settings_.checkLevel >= 2) checkFinite(call, badInput);
+}
+
+// Wait for our turn; a thread issuing later waits for this one, whatever thread runs it. A
+// wait that times out or sees an abort takes no turn (the communicator is dead anyway).
+Communicator::TurnGuard::TurnGuard(Communicator& comm, uint64_t ticket, const algo::CallSpec& call)
+    : comm_(comm), ticket_(ticket) {
+  log::setThreadRank(comm.rank_);
+  comm.waitForTurn(ticket, call);
+  if (comm.revoked()) {
+    throw Error(loomInvalidUsage, "rank " + std::to_string(comm.rank_) +
+                                      ": communicator was revoked (loomCommRevoke): destroy it, or shrink or split it");
+  }
+  if (comm.aborted()) {
+    throw Error(loomInvalidUsage, "rank " + std::to_string(comm.rank_) + ": communicator was aborted");
+  }
+  holds_ = true;  // from here on the turn is handed on whatever happens
+}
+
+Communicator::TurnGuard::~TurnGuard() {
+  if (holds_) comm_.order_.endTurn(ticket_);
+}
+
+void Communicator::refuseIfFailed() const {
+  if (!errors_.failed()) return;
+  std::string earlier;
+  const loomResult_t failed = errors_.asyncError(&earlier);
+  throw Error(failed, "rank " + std::to_string(rank_) + ": communicator is unusable after an earlier error: " + earlier);
+}
+
+// A failure leaves connections holding half a message: peers learn of it from a failure report
+// (socket frame, shm slot) or by EOF, and the communicator is unusable from here on.
+void Communicator::failingCommunicator(const std::function<void()>& body) {
   try {
-    execute(call);
+    body();
   } catch (const Error& error) {
-    // Peers learn of it from a failure report (socket frame, shm slot), or by EOF.
     links_->failAll(error.code(), error.what());
     if (revoked()) throw;  // stopped on purpose: not an error of the communicator
     errors_.record(error.code(), error.what());
@@ -131,7 +145,6 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
     errors_.record(loomInternalError, error.what());
     throw;
   }
-  if (settings_.checkLevel >= 2) checkFinite(call, badInput);
 }
 
 namespace {
@@ -175,6 +188,8 @@ void Communicator::execute(const algo::CallSpec& call) {
       return;
     }
     direct->postOnly(call, describe);
+    // Posting waits for every rank's post of this call: that is already a barrier.
+    if (call.collective == algo::Collective::Barrier) return;
   }
   algo::CollectiveShape shape;
   shape.collective = call.collective;
@@ -187,26 +202,35 @@ void Communicator::execute(const algo::CallSpec& call) {
   shape.deterministic = settings_.deterministic;
   shape.pieceBytes = settings_.pieceBytes;
   shape.ringOrder = &links_->ringOrder();
-  const algo::Schedule& schedule = schedules_.scheduleFor(shape);
+  // All-to-all-v's per-peer counts differ from call to call: its schedule is built for the call.
+  algo::Schedule ownSchedule;
+  if (call.collective == algo::Collective::AllToAllv) {
+    shape.layout = call.layout.get();
+    ownSchedule = algo::buildSchedule(shape);
+  }
+  const algo::Schedule& schedule = shape.layout != nullptr ? ownSchedule : schedules_.scheduleFor(shape);
 
   algo::ExecutionBuffers buffers{call.send, call.recv, nullptr};
   if (schedule.scratchBytes > 0) buffers.scratch = schedules_.scratch(schedule.scratchBytes, rank_);
 
   algo::ExecutionContext context;
+  fillContext(context, describeCall(call), call.messageBytes(nranks_));
+  LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(), opName(call.op), call.root,
+             schedule.steps.size());
+  algo::execute(call, schedule, buffers, context);
+}
+
+void Communicator::fillContext(algo::ExecutionContext& context, std::string operation, size_t messageBytes) const {
   context.rank = rank_;
   context.nranks = nranks_;
   context.connections = &links_->connections();
   context.timeoutMs = settings_.timeoutMs;
   context.abortFlag = errors_.callStopFlag();
   context.peerPids = &links_->peerPids();
-  context.operation = describeCall(call);
+  context.operation = std::move(operation);
   context.checkCalls = settings_.checkLevel >= 1;
-  const size_t messageBytes = call.messageBytes(nranks_);
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;
   context.streamReductions = messageBytes >= settings_.streamReduceBytes;
-  LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(), opName(call.op), call.root,
-             schedule.steps.size());
-  algo::execute(call, schedule, buffers, context);
 }
 
 void Communicator::waitForAsyncWork() {

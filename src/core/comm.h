@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@
 #include "core/schedule_cache.h"
 #include "core/settings.h"
 #include "loom.h"
+
+namespace loom::algo {
+struct ExecutionContext;
+}
 
 namespace loom {
 
@@ -58,6 +63,9 @@ class Communicator {
   // unusable (its connections may hold half a message): every later call fails with the first
   // error, which loomCommGetAsyncError also reports.
   void run(const algo::CallSpec& call, uint64_t ticket);
+  // Runs a batch of sends and receives (algo::Collective::Send/Recv, validated) as one unit in
+  // one turn: every peer's messages progress at once (core/peer_ops.cc).
+  void runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t ticket);
 
   // Work queued on streams but not finished yet; loomCommFinalize waits for it.
   void asyncWorkAdded() { order_.asyncWorkAdded(); }
@@ -86,7 +94,24 @@ class Communicator {
   loomResult_t asyncError(std::string* message = nullptr) const { return errors_.asyncError(message); }
 
  private:
+  // Holds the turn of `ticket` for its scope, once it has come and the communicator is live.
+  class TurnGuard {
+   public:
+    TurnGuard(Communicator& comm, uint64_t ticket, const algo::CallSpec& call);
+    ~TurnGuard();
+    TurnGuard(const TurnGuard&) = delete;
+    TurnGuard& operator=(const TurnGuard&) = delete;
+
+   private:
+    Communicator& comm_;
+    uint64_t ticket_;
+    bool holds_ = false;
+  };
   void waitForTurn(uint64_t ticket, const algo::CallSpec& call);
+  void refuseIfFailed() const;
+  void failingCommunicator(const std::function<void()>& body);
+  // What the executor needs of this communicator to run one schedule.
+  void fillContext(algo::ExecutionContext& context, std::string operation, size_t messageBytes) const;
   void execute(const algo::CallSpec& call);  // call.sequence is set
   std::string describeCall(const algo::CallSpec& call) const;
   size_t nonFiniteInput(const algo::CallSpec& call) const;

@@ -114,23 +114,33 @@ void Connector::connect(Bootstrap& bootstrap, const Facts& facts, CommSettings& 
   const transport::TransportRegistry& registry = facts.registry;
   const std::vector<transport::Endpoint>& endpoints = facts.endpoints;
   const std::vector<transport::TransportPolicy>& policies = facts.policies;
-  // Ring and chain algorithms talk to the two ring neighbours; connect each once.
+  // Ring and chain schedules talk to the two ring neighbours, but point-to-point calls,
+  // all-to-all, gather, scatter and the barrier talk to any rank: every pair of ranks is
+  // connected at init, as Gloo's full mesh is (n-1 connections per rank; a shm FIFO pair holds
+  // 2 x LOOM_SHM_SLOTS x LOOM_SHM_SLOT_BYTES, touched only as it is used).
   std::set<int> neighbours;
-  const int position = static_cast<int>(std::find(ringOrder_.begin(), ringOrder_.end(), rank_) - ringOrder_.begin());
-  if (nranks > 1) {
-    neighbours.insert(ringOrder_[(position + 1) % nranks]);
-    neighbours.insert(ringOrder_[(position - 1 + nranks) % nranks]);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer != rank_) neighbours.insert(peer);
   }
-  // Every ring link's transport, as every rank sees it: which transports exist at all, and the
-  // piece size (the largest any link prefers), are decided alike on every rank.
+  // The transports some link uses are created (collectively) on every rank: each rank names
+  // the ones its own links take, and one exchange ORs them (O(n) per rank, not O(n^2) pairs).
+  // The piece size is the largest any ring link prefers. Both come out alike on every rank.
+  if (registry.entries().size() > 32) throwInternal("transport registry holds more than 32 transports");
+  std::vector<uint32_t> usedBy(nranks, 0);
+  for (int peer : neighbours) {
+    const int chosen = registry.firstJoining(endpoints[rank_], policies[rank_], endpoints[peer], policies[peer]);
+    if (chosen >= 0) usedBy[rank_] |= 1u << chosen;  // else the two ranks of that link report it
+  }
+  bootstrap.allGather(usedBy.data(), sizeof(uint32_t));
   std::vector<bool> used(registry.entries().size(), false);
+  for (uint32_t mask : usedBy) {
+    for (size_t i = 0; i < used.size(); ++i) used[i] = used[i] || ((mask >> i) & 1);
+  }
   size_t pieceBytes = size_t{128} << 10;
   for (int p = 0; p < nranks && nranks > 1; ++p) {
     const int a = ringOrder_[p], b = ringOrder_[(p + 1) % nranks];
     const int chosen = registry.firstJoining(endpoints[a], policies[a], endpoints[b], policies[b]);
-    if (chosen < 0) continue;  // the two ranks of that link report it
-    used[chosen] = true;
-    pieceBytes = std::max(pieceBytes, registry.entry(chosen).pieceBytes);
+    if (chosen >= 0) pieceBytes = std::max(pieceBytes, registry.entry(chosen).pieceBytes);
   }
   if (settings.pieceBytes == 0) settings.pieceBytes = pieceBytes;
 

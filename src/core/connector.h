@@ -2,8 +2,9 @@
 //   1. every rank publishes what it is and how it is configured (PeerInfo) in one allGather,
 //      and the settings every rank must share are compared;
 //   2. the ring order follows the topology (ring_plan.h);
-//   3. the transport registry picks one transport per ring neighbour, each transport some
-//      pair uses is created (collectively), and its connections are kept by peer rank;
+//   3. the transport registry picks one transport per peer (every pair of ranks is connected),
+//      each transport some pair uses is created (collectively), and its connections are kept
+//      by peer rank;
 //   4. where one transport joins every pair of ranks on one host, the direct engine is set up.
 // Everything is decided from data every rank sees, so all ranks decide alike. The connector
 // names no transport: the registry does (transport/registry/registry.h).
@@ -33,7 +34,7 @@ class Connector {
   Connector(const Connector&) = delete;
   Connector& operator=(const Connector&) = delete;
 
-  // By peer rank; null where this rank has no connection (only ring neighbours have one).
+  // By peer rank: every other rank (a full mesh); null for this rank itself.
   const std::vector<transport::Connection*>& connections() const { return connections_; }
   // By rank: the same-host peers to check for death while waiting (0: unchecked).
   const std::vector<pid_t>& peerPids() const { return peerPids_; }

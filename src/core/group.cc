@@ -3,6 +3,8 @@
 #include <map>
 #include <vector>
 
+#include "algorithms/schedule.h"
+#include "base/datatype.h"
 #include "base/error.h"
 #include "core/call_batch.h"
 #include "core/comm.h"
@@ -77,27 +79,51 @@ void noteFailure(loomResult_t code, const std::string& message) {
   }
 }
 
+// A batch's sends to and receives from the rank itself must pair up: checked before any turn is
+// taken, so a bad batch is refused and the communicator stays usable.
+void checkSelfMessages(const Communicator& comm, const std::vector<algo::CallSpec>& ops) {
+  std::vector<algo::PeerOperation> operations;
+  for (const algo::CallSpec& op : ops) {
+    if (op.peer != comm.rank()) continue;
+    const bool send = op.collective == algo::Collective::Send;
+    operations.push_back(algo::PeerOperation{send, op.peer, op.count * typeSize(op.type), 0});
+  }
+  if (!operations.empty()) algo::checkSelfMessages(comm.rank(), operations);
+}
+
 void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::shared_ptr<Stream> stream) {
   if (active()) {
     state.queued.push_back(Queued{call, std::move(comm), std::move(stream)});
     return;
   }
+  const bool peerOp = algo::isPointToPoint(call.collective);
+  if (peerOp) checkSelfMessages(*comm, {call});
   if (stream == nullptr) {
     uint64_t ticket;
     {
       const IssueStep step(*comm);
       ticket = comm->takeTicket();
     }
-    comm->run(call, ticket);
+    if (peerOp) {
+      comm->runPeerOps({call}, ticket);
+    } else {
+      comm->run(call, ticket);
+    }
     return;
   }
   // Built before the turn is taken: nothing that can fail lies between the ticket and the queue.
   std::vector<CallBatch> item(1);
   item.front().calls.reserve(1);
+  std::vector<algo::CallSpec> peerOps;
+  if (peerOp) peerOps.push_back(call);
   Communicator& target = *comm;
   item.front().comm = std::move(comm);
   const IssueStep step(target);
-  item.front().calls.emplace_back(call, target.takeTicket());
+  if (peerOp) {
+    item.front().calls.emplace_back(std::move(peerOps), target.takeTicket());
+  } else {
+    item.front().calls.emplace_back(call, target.takeTicket());
+  }
   stream->enqueue(std::move(item));
 }
 
@@ -115,6 +141,22 @@ void end() {
                              " queued calls ran: " + failureMessage);
   }
 
+  // Each communicator's sends and receives run as one unit, after its collectives (the same
+  // place on every rank, so no mix of the two can deadlock), on the one stream they share.
+  std::map<Communicator*, std::vector<algo::CallSpec>> peerOps;
+  std::map<Communicator*, Stream*> peerStream;
+  for (const Queued& queued : calls) {
+    if (!algo::isPointToPoint(queued.call.collective)) continue;
+    Communicator* comm = queued.comm.get();
+    auto [place, first] = peerStream.emplace(comm, queued.stream.get());
+    if (!first && place->second != queued.stream.get()) {
+      throwUsage("rank " + std::to_string(comm->rank()) + ": a group's sends and receives on communicator " +
+                 comm->name() + " use more than one stream; they run as one unit, so give them one stream");
+    }
+    peerOps[comm].push_back(queued.call);
+  }
+  for (const auto& [comm, ops] : peerOps) checkSelfMessages(*comm, ops);
+
   // Every communicator's issuing step is held while the tickets are taken and the stream items
   // queued, so each stream's order is its communicators' turn order.
   std::map<Communicator*, bool> involved;
@@ -125,11 +167,21 @@ void end() {
   // Tickets in issue order, then per stream (NULL included) one batch per communicator.
   std::map<Stream*, std::map<Communicator*, CallBatch>> perStream;
   std::map<Stream*, std::shared_ptr<Stream>> streams;
+  std::map<Communicator*, Queued*> lastPeerOp;
   for (Queued& queued : calls) {
-    CallBatch& batch = perStream[queued.stream.get()][queued.comm.get()];
     if (queued.stream) streams[queued.stream.get()] = queued.stream;
+    if (algo::isPointToPoint(queued.call.collective)) {
+      lastPeerOp[queued.comm.get()] = &queued;
+      continue;
+    }
+    CallBatch& batch = perStream[queued.stream.get()][queued.comm.get()];
     batch.comm = queued.comm;
     batch.calls.emplace_back(queued.call, queued.comm->takeTicket());
+  }
+  for (auto& [comm, queued] : lastPeerOp) {
+    CallBatch& batch = perStream[queued->stream.get()][comm];
+    batch.comm = queued->comm;
+    batch.calls.emplace_back(std::move(peerOps[comm]), comm->takeTicket());
   }
   auto batchesOf = [](std::map<Communicator*, CallBatch>& byComm) {
     std::vector<CallBatch> batches;

@@ -1,0 +1,199 @@
+// Issue 15: point-to-point and groups with NCCL's semantics. Messages between a pair match in
+// issue order, any size (0 too), over shm and TCP; groups nest, fuse a rank's sends and
+// receives into one unit (every rank may send to all others before receiving), mix them with
+// collectives and with several communicators, and work on streams; an unbalanced End or a bad
+// call inside a group is a clear error that leaves the group and the communicator clean; a
+// send nobody receives is a timeout naming the peer, never a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "mesh_support.h"
+
+namespace loom::test::mesh {
+namespace {
+
+const std::vector<size_t> kSizes = {0, 1, 7, 4095, (1u << 20) + 3};
+
+TEST(PointToPoint, MessagesBetweenAPairMatchInIssueOrder) {
+  for (const Transport& transport : transports()) {
+    const bool ok = runRanks(3, transport.env, [&](loomComm_t comm, int rank) {
+      // Rank 0 sends five messages of different sizes to rank 2, one by one outside any group
+      // (each completes when received); rank 2 receives them one by one in the same order.
+      uint64_t salt = 0;
+      for (size_t count : kSizes) {
+        ++salt;
+        std::vector<float> buffer(count + 1, 0.0f);
+        const std::string what = std::string("message of ") + std::to_string(count) + " floats over " + transport.label;
+        if (rank == 0) {
+          fill(buffer.data(), count, 4, 0, 2, salt);
+          check(loomSend(buffer.data(), count, loomFloat32, 2, comm, nullptr), what);
+        } else if (rank == 2) {
+          check(loomRecv(buffer.data(), count, loomFloat32, 0, comm, nullptr), what);
+          expectPattern(buffer.data(), count, 4, 0, 2, salt, what);
+        }
+      }
+      // Collectives still pair on every rank after messages only some ranks took part in.
+      int64_t value = rank + 1, sum = 0;
+      check(loomAllReduce(&value, &sum, 1, loomInt64, loomSum, comm, nullptr), "allreduce after messages");
+      LOOM_REQUIRE(sum == 6, "allreduce after messages gave " + std::to_string(sum));
+    });
+    EXPECT_TRUE(ok) << transport.label;
+  }
+}
+
+TEST(PointToPoint, GroupedAllPairsExchangeOf8RanksIsExact) {
+  for (const Transport& transport : transports()) {
+    if (transport.label == std::string("shm-fifo")) continue;  // the grid covers it
+    const bool ok = runRanks(8, transport.env, [&](loomComm_t comm, int rank) {
+      const size_t count = 256 * 1024 + 5;  // 1 MiB of float32 per pair
+      std::vector<float> send(8 * count), recv(8 * count);
+      for (int j = 0; j < 8; ++j) fill(send.data() + j * count, count, 4, rank, j, 77);
+      check(loomGroupStart(), "start");
+      for (int j = 0; j < 8; ++j) check(loomSend(send.data() + j * count, count, loomFloat32, j, comm, nullptr), "send");
+      for (int i = 7; i >= 0; --i) check(loomRecv(recv.data() + i * count, count, loomFloat32, i, comm, nullptr), "recv");
+      check(loomGroupEnd(), "end");
+      for (int i = 0; i < 8; ++i) {
+        expectPattern(recv.data() + i * count, count, 4, i, rank, 77, std::string("from rank ") + std::to_string(i) + " over " + transport.label);
+      }
+    });
+    EXPECT_TRUE(ok) << transport.label;
+  }
+}
+
+TEST(Groups, NestMixCollectivesAndMessagesAndRunOnStreams) {
+  const bool ok = runRanks(4, transports()[0].env, [&](loomComm_t comm, int rank) {
+    const int n = 4, right = (rank + 1) % n, left = (rank + n - 1) % n;
+    loomStream_t stream = nullptr;
+    check(loomStreamCreate(&stream), "stream");
+    for (loomStream_t on : {static_cast<loomStream_t>(nullptr), stream}) {
+      const std::string where = on == nullptr ? " (NULL stream)" : " (stream)";
+      std::vector<int32_t> ring(33), fromLeft(33, -1);
+      for (int i = 0; i < 33; ++i) ring[i] = rank * 1000 + i;
+      int32_t value = rank + 1, sum = 0;
+      std::vector<int32_t> gathered(n, -1);
+      // Nested groups; the collective is issued after the messages on every rank, and the
+      // receive before the send on odd ranks: one unit either way.
+      check(loomGroupStart(), "start");
+      check(loomGroupStart(), "nested start");
+      if (rank % 2) check(loomRecv(fromLeft.data(), 33, loomInt32, left, comm, on), "recv" + where);
+      check(loomSend(ring.data(), 33, loomInt32, right, comm, on), "send" + where);
+      check(loomGroupEnd(), "nested end");
+      if (rank % 2 == 0) check(loomRecv(fromLeft.data(), 33, loomInt32, left, comm, on), "recv" + where);
+      check(loomAllReduce(&value, &sum, 1, loomInt32, loomSum, comm, on), "allreduce" + where);
+      check(loomAllGather(&value, gathered.data(), 1, loomInt32, comm, on), "allgather" + where);
+      check(loomGroupEnd(), "end");
+      if (on != nullptr) check(loomStreamSynchronize(on), "synchronize");
+      for (int i = 0; i < 33; ++i) LOOM_REQUIRE(fromLeft[i] == left * 1000 + i, "ring message" + where);
+      LOOM_REQUIRE(sum == 10, "allreduce in the group" + where);
+      for (int r = 0; r < n; ++r) LOOM_REQUIRE(gathered[r] == r + 1, "allgather in the group" + where);
+    }
+    check(loomStreamDestroy(stream), "stream destroy");
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(Groups, DriveSeveralCommunicatorsFromOneThread) {
+  const bool ok = runRanks(4, transports()[0].env, [&](loomComm_t comm, int rank) {
+    loomComm_t half = nullptr;
+    check(loomCommSplit(comm, rank % 2, rank, &half, nullptr), "split");
+    // The pairs {0,2} and {1,3} exchange on `half` while everyone all-reduces on `comm`.
+    const int partner = 1 - rank / 2;  // rank within half: rank / 2
+    int32_t mine = 100 + rank, theirs = -1, value = 1, total = 0;
+    check(loomGroupStart(), "start");
+    check(loomSend(&mine, 1, loomInt32, partner, half, nullptr), "send on half");
+    check(loomAllReduce(&value, &total, 1, loomInt32, loomSum, comm, nullptr), "allreduce on comm");
+    check(loomRecv(&theirs, 1, loomInt32, partner, half, nullptr), "recv on half");
+    check(loomGroupEnd(), "end");
+    const int partnerRank = rank % 2 + 2 * partner;
+    LOOM_REQUIRE(theirs == 100 + partnerRank, "message on the split communicator");
+    LOOM_REQUIRE(total == 4, "allreduce beside it");
+    check(loomCommDestroy(half), "destroy half");
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(Groups, SelfMessagesAreLocalCopiesAndALoneOneIsRefused) {
+  const bool ok = runRanks(2, transports()[0].env, [&](loomComm_t comm, int rank) {
+    std::vector<int64_t> send(9, rank * 7 + 1), recv(9, 0);
+    check(loomGroupStart(), "start");
+    check(loomRecv(recv.data(), 9, loomInt64, rank, comm, nullptr), "recv from self");
+    check(loomSend(send.data(), 9, loomInt64, rank, comm, nullptr), "send to self");
+    check(loomGroupEnd(), "end");
+    for (int64_t v : recv) LOOM_REQUIRE(v == rank * 7 + 1, "self message");
+    // A send to itself outside a group could never complete: refused, communicator usable.
+    const loomResult_t alone = loomSend(send.data(), 9, loomInt64, rank, comm, nullptr);
+    LOOM_REQUIRE(alone == loomInvalidUsage, std::string("lone self send gave ") + loomGetErrorString(alone));
+    LOOM_REQUIRE(std::string(loomGetLastError(nullptr)).find("no matching receive") != std::string::npos,
+                 std::string("error text: ") + loomGetLastError(nullptr));
+    int32_t one = 1, two = 0;
+    check(loomAllReduce(&one, &two, 1, loomInt32, loomSum, comm, nullptr), "allreduce after the refusal");
+    LOOM_REQUIRE(two == 2, "allreduce after the refusal");
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(Groups, UnbalancedEndAndABadCallInsideLeaveTheGroupClean) {
+  const bool ok = runRanks(2, transports()[0].env, [&](loomComm_t comm, int rank) {
+    LOOM_REQUIRE(loomGroupEnd() == loomInvalidUsage, "GroupEnd without Start");
+    LOOM_REQUIRE(std::string(loomGetLastError(nullptr)).find("without a matching loomGroupStart") != std::string::npos,
+                 std::string("error text: ") + loomGetLastError(nullptr));
+    int32_t value = 5, out = -1;
+    check(loomGroupStart(), "start");
+    check(loomSend(&value, 1, loomInt32, 1 - rank, comm, nullptr), "send");
+    LOOM_REQUIRE(loomSend(&value, 1, loomInt32, 7, comm, nullptr) == loomInvalidArgument, "peer 7 of 2");
+    check(loomRecv(&out, 1, loomInt32, 1 - rank, comm, nullptr), "recv");
+    const loomResult_t end = loomGroupEnd();
+    LOOM_REQUIRE(end == loomInvalidArgument, std::string("GroupEnd after a bad call gave ") + loomGetErrorString(end));
+    LOOM_REQUIRE(out == -1, "nothing of the failed group ran");
+    // The group is closed and the communicator in step: the same exchange now works.
+    check(loomGroupStart(), "start again");
+    check(loomSend(&value, 1, loomInt32, 1 - rank, comm, nullptr), "send again");
+    check(loomRecv(&out, 1, loomInt32, 1 - rank, comm, nullptr), "recv again");
+    check(loomGroupEnd(), "end again");
+    LOOM_REQUIRE(out == 5, "exchange after the failed group");
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
+  for (const Transport& transport : transports()) {
+    Env env = transport.env;
+    env.emplace_back("LOOM_TIMEOUT_MS", "700");
+    const bool ok = runRanks(2, env, [&](loomComm_t comm, int rank) {
+      if (rank == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // alive, receiving nothing
+        return;
+      }
+      // Large enough that no transport can buffer it all: the send must wait for a receiver.
+      std::vector<char> data(64 << 20, 1);
+      const auto start = std::chrono::steady_clock::now();
+      const loomResult_t result = loomSend(data.data(), data.size(), loomUint8, 1, comm, nullptr);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string text = loomGetLastError(nullptr);
+      LOOM_REQUIRE(result == loomSystemError, std::string("unreceived send gave ") + loomGetErrorString(result) + ": " + text);
+      LOOM_REQUIRE(text.find("send to rank 1") != std::string::npos, "the error names the peer: " + text);
+      LOOM_REQUIRE(seconds < 1.5, "the send failed after " + std::to_string(seconds) + " s, timeout 0.7 s");
+    });
+    EXPECT_TRUE(ok) << transport.label;
+  }
+}
+
+TEST(PointToPoint, MismatchedSizesAreAnErrorNamingThePair) {
+  for (const Transport& transport : transports()) {
+    const bool ok = runRanks(2, transport.env, [&](loomComm_t comm, int rank) {
+      std::vector<int32_t> data(100, 3);
+      const loomResult_t result = rank == 0 ? loomSend(data.data(), 100, loomInt32, 1, comm, nullptr)
+                                            : loomRecv(data.data(), 60, loomInt32, 0, comm, nullptr);
+      const std::string text = loomGetLastError(nullptr);
+      LOOM_REQUIRE(result != loomSuccess, "mismatched sizes succeeded");
+      if (rank == 1) {
+        LOOM_REQUIRE(text.find("message #1 from rank 0 to rank 1") != std::string::npos, "names the pair: " + text);
+      }
+    });
+    EXPECT_TRUE(ok) << transport.label;
+  }
+}
+
+}  // namespace
+}  // namespace loom::test::mesh
