@@ -91,12 +91,10 @@ class LoomBackend final : public Backend {
   void allToAll(const void* send, void* recv, size_t count, loomDataType_t type) override {
     require(loomAlltoAll(send, recv, count, type, comm_, nullptr), "loomAlltoAll");
   }
-  void gather(const void* send, void* recv, size_t count, loomDataType_t type,
-              int root) override {
+  void gather(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
     require(loomGather(send, recv, count, type, root, comm_, nullptr), "loomGather");
   }
-  void scatter(const void* send, void* recv, size_t count, loomDataType_t type,
-               int root) override {
+  void scatter(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
     require(loomScatter(send, recv, count, type, root, comm_, nullptr), "loomScatter");
   }
 

@@ -201,29 +201,90 @@ size_t scatterWrong(const CallContext& call, const Pattern& pattern) {
 
 }  // namespace
 
-const Collective kAllReduce{"all_reduce", true, false, false, allReduceBus, allReducePrepare,
-                            allReduceRun, allReduceWrong, nullptr};
-const Collective kAllGather{"all_gather", false, false, true, gatherScatterBus, allGatherPrepare,
-                            allGatherRun, allGatherWrong, nullptr};
-const Collective kReduceScatter{"reduce_scatter", true, false, true, gatherScatterBus,
-                                reduceScatterPrepare, reduceScatterRun, reduceScatterWrong,
-                                nullptr};
-const Collective kBroadcast{"broadcast", false, true, false, rootedBus, broadcastPrepare,
-                            broadcastRun, broadcastWrong, nullptr};
-const Collective kReduce{"reduce", true, true, false, rootedBus, reducePrepare, reduceRun,
-                         reduceWrong, nullptr};
+const Collective kAllReduce{.name = "all_reduce",
+                            .hasOp = true,
+                            .hasRoot = false,
+                            .countPerRank = false,
+                            .busFactor = allReduceBus,
+                            .prepare = allReducePrepare,
+                            .run = allReduceRun,
+                            .countWrong = allReduceWrong,
+                            .noInPlaceForm = nullptr};
+const Collective kAllGather{.name = "all_gather",
+                            .hasOp = false,
+                            .hasRoot = false,
+                            .countPerRank = true,
+                            .busFactor = gatherScatterBus,
+                            .prepare = allGatherPrepare,
+                            .run = allGatherRun,
+                            .countWrong = allGatherWrong,
+                            .noInPlaceForm = nullptr};
+const Collective kReduceScatter{.name = "reduce_scatter",
+                                .hasOp = true,
+                                .hasRoot = false,
+                                .countPerRank = true,
+                                .busFactor = gatherScatterBus,
+                                .prepare = reduceScatterPrepare,
+                                .run = reduceScatterRun,
+                                .countWrong = reduceScatterWrong,
+                                .noInPlaceForm = nullptr};
+const Collective kBroadcast{.name = "broadcast",
+                            .hasOp = false,
+                            .hasRoot = true,
+                            .countPerRank = false,
+                            .busFactor = rootedBus,
+                            .prepare = broadcastPrepare,
+                            .run = broadcastRun,
+                            .countWrong = broadcastWrong,
+                            .noInPlaceForm = nullptr};
+const Collective kReduce{.name = "reduce",
+                         .hasOp = true,
+                         .hasRoot = true,
+                         .countPerRank = false,
+                         .busFactor = rootedBus,
+                         .prepare = reducePrepare,
+                         .run = reduceRun,
+                         .countWrong = reduceWrong,
+                         .noInPlaceForm = nullptr};
 // nccl-tests' names (sendrecv_perf, alltoall_perf, gather_perf, scatter_perf) and bus factors
 // (src/sendrecv.cu, alltoall.cu, gather.cu, scatter.cu: *GetBw): all-to-all, gather and
 // scatter move n - 1 of the n blocks of `n * count` over links, (n - 1) / n; sendrecv 1.
-const Collective kSendRecv{"sendrecv", false, false, false, pointToPointBus, sendRecvPrepare,
-                           sendRecvRun, sendRecvWrong,
-                           "a send and a receive on one buffer have no defined order"};
-const Collective kAllToAll{"alltoall", false, false, true, gatherScatterBus, allToAllPrepare,
-                           allToAllRun, allToAllWrong,
-                           "loom.h and nccl.h define no in-place all-to-all"};
-const Collective kGather{"gather", false, true, true, gatherScatterBus, gatherPrepare,
-                         gatherRun, gatherWrong, nullptr};
-const Collective kScatter{"scatter", false, true, true, gatherScatterBus, scatterPrepare,
-                          scatterRun, scatterWrong, nullptr};
+const Collective kSendRecv{
+    .name = "sendrecv",
+    .hasOp = false,
+    .hasRoot = false,
+    .countPerRank = false,
+    .busFactor = pointToPointBus,
+    .prepare = sendRecvPrepare,
+    .run = sendRecvRun,
+    .countWrong = sendRecvWrong,
+    .noInPlaceForm = "a send and a receive on one buffer have no defined order"};
+const Collective kAllToAll{.name = "alltoall",
+                           .hasOp = false,
+                           .hasRoot = false,
+                           .countPerRank = true,
+                           .busFactor = gatherScatterBus,
+                           .prepare = allToAllPrepare,
+                           .run = allToAllRun,
+                           .countWrong = allToAllWrong,
+                           .noInPlaceForm = "loom.h and nccl.h define no in-place all-to-all"};
+const Collective kGather{.name = "gather",
+                         .hasOp = false,
+                         .hasRoot = true,
+                         .countPerRank = true,
+                         .busFactor = gatherScatterBus,
+                         .prepare = gatherPrepare,
+                         .run = gatherRun,
+                         .countWrong = gatherWrong,
+                         .noInPlaceForm = nullptr};
+const Collective kScatter{.name = "scatter",
+                          .hasOp = false,
+                          .hasRoot = true,
+                          .countPerRank = true,
+                          .busFactor = gatherScatterBus,
+                          .prepare = scatterPrepare,
+                          .run = scatterRun,
+                          .countWrong = scatterWrong,
+                          .noInPlaceForm = nullptr};
 
 }  // namespace loom::perf

@@ -141,10 +141,10 @@ class MpiBackend final : public Backend {
   void sendRecv(const void* send, void* recv, size_t count, loomDataType_t type, int sendPeer,
                 int recvPeer) override {
     const MPI_Datatype datatype = mpiType(type);
-    require(MPI_Sendrecv(send, intCount(count), datatype, sendPeer, kSendRecvTag, recv,
-                         intCount(count), datatype, recvPeer, kSendRecvTag, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE),
-            "MPI_Sendrecv");
+    require(
+        MPI_Sendrecv(send, intCount(count), datatype, sendPeer, kSendRecvTag, recv, intCount(count),
+                     datatype, recvPeer, kSendRecvTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
   }
 
   void allToAll(const void* send, void* recv, size_t count, loomDataType_t type) override {
@@ -156,8 +156,7 @@ class MpiBackend final : public Backend {
 
   // In place on the root, MPI takes the root's block from recvbuff + root * count, where
   // NCCL's in-place form has it. Elsewhere recvbuff is ignored, as in NCCL.
-  void gather(const void* send, void* recv, size_t count, loomDataType_t type,
-              int root) override {
+  void gather(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
     const MPI_Datatype datatype = mpiType(type);
     const bool inPlace =
         rank_ == root && send == byteOffset(recv, size_t(root) * count * typeSize(type));
@@ -170,12 +169,10 @@ class MpiBackend final : public Backend {
 
   // In place on the root, MPI leaves the root's block in sendbuff + root * count, which is
   // NCCL's in-place recvbuff. Elsewhere sendbuff is ignored, as in NCCL.
-  void scatter(const void* send, void* recv, size_t count, loomDataType_t type,
-               int root) override {
+  void scatter(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
     const MPI_Datatype datatype = mpiType(type);
-    const bool inPlace = rank_ == root &&
-                         recv == byteOffset(const_cast<void*>(send),
-                                            size_t(root) * count * typeSize(type));
+    const bool inPlace = rank_ == root && recv == byteOffset(const_cast<void*>(send),
+                                                             size_t(root) * count * typeSize(type));
     require(MPI_Scatter(send, intCount(count), datatype, inPlace ? MPI_IN_PLACE : recv,
                         intCount(count), datatype, root, MPI_COMM_WORLD),
             "MPI_Scatter");

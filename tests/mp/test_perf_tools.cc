@@ -153,9 +153,9 @@ TEST_P(PerfTool, InjectedFaultIsCountedExactly) {
   if (tool == "gather_perf") perPlace = 85;              // rank 0's block, on the root
   if (tool == "scatter_perf") perPlace = 3 * 85;         // every rank's block, from the root
   const uint64_t places = GetParam().hasInPlace ? 2 : 1;
-  EXPECT_NE(run.out.find("# Out of bounds values : " + std::to_string(places * perPlace) +
-                         " FAILED\n"),
-            std::string::npos)
+  EXPECT_NE(
+      run.out.find("# Out of bounds values : " + std::to_string(places * perPlace) + " FAILED\n"),
+      std::string::npos)
       << run.out;
 }
 
