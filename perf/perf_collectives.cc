@@ -249,6 +249,10 @@ const Collective kReduce{.name = "reduce",
 // nccl-tests' names (sendrecv_perf, alltoall_perf, gather_perf, scatter_perf) and bus factors
 // (src/sendrecv.cu, alltoall.cu, gather.cu, scatter.cu: *GetBw): all-to-all, gather and
 // scatter move n - 1 of the n blocks of `n * count` over links, (n - 1) / n; sendrecv 1.
+// Their sizes too: -b/-e is one rank's whole buffer (all-to-all: count per peer = size / type
+// size / n), as this driver's all-gather does it. nccl-tests also rounds that count down to a
+// multiple of 16 bytes, for its GPU vector loads; host buffers need no such rounding, and at
+// power-of-two sizes from 16 * n bytes up the counts are the same.
 const Collective kSendRecv{
     .name = "sendrecv",
     .hasOp = false,
