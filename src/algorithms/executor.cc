@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -88,11 +86,34 @@ class StepSink final : public transport::RecvSink {
   bool rawIncoming_;
 };
 
+// Step indices in order: a vector read from `head` (kept, with its capacity, for the thread's
+// next call, where a deque would allocate on every call).
+class StepQueue {
+ public:
+  bool empty() const { return head_ == steps_.size(); }
+  int front() const { return steps_[head_]; }
+  void pop_front() { ++head_; }
+  void push_back(int step) { steps_.push_back(step); }
+  void clear() {
+    steps_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<int> steps_;
+  size_t head_ = 0;
+};
+
 // One direction of one peer: its steps in order, and the one in flight.
 struct Lane {
-  std::deque<int> pending;
+  StepQueue pending;
   int active = -1;
   std::optional<StepSink> sink;  // in place: no allocation per received piece of a schedule
+  void clear() {
+    pending.clear();
+    active = -1;
+    sink.reset();
+  }
 };
 
 struct PeerLanes {
@@ -100,6 +121,46 @@ struct PeerLanes {
   size_t regions = 0;  // index of its transport's registrations (Run::registered_)
   Lane send;
   Lane recv;
+};
+
+// The lanes of the peers one call talks to, by peer rank: a flat table whose entries (and
+// their queues' memory) the thread's next call reuses. Iterates like a map of (peer, lanes).
+class LaneTable {
+ public:
+  struct Entry {
+    int first;          // the peer
+    PeerLanes second;   // its lanes
+  };
+  void reset(size_t nranks) {
+    for (size_t i = 0; i < used_; ++i) {
+      entries_[i].second.send.clear();
+      entries_[i].second.recv.clear();
+    }
+    used_ = 0;
+    slotOf_.assign(nranks, -1);
+  }
+  Entry* find(int peer) {
+    const size_t p = static_cast<size_t>(peer);
+    return p < slotOf_.size() && slotOf_[p] >= 0 ? &entries_[static_cast<size_t>(slotOf_[p])] : end();
+  }
+  Entry& add(int peer) {
+    if (used_ == entries_.size()) entries_.emplace_back();
+    Entry& entry = entries_[used_];
+    entry.first = peer;
+    entry.second.connection = nullptr;
+    entry.second.regions = 0;
+    slotOf_[static_cast<size_t>(peer)] = static_cast<int>(used_++);
+    return entry;
+  }
+  Entry* begin() { return entries_.data(); }
+  Entry* end() { return entries_.data() + used_; }
+  const Entry* begin() const { return entries_.data(); }
+  const Entry* end() const { return entries_.data() + used_; }
+
+ private:
+  std::vector<Entry> entries_;  // the first used_ are this call's (a deque keeps addresses; a
+  std::vector<int> slotOf_;     // vector is fine: entries are only added before the run starts)
+  size_t used_ = 0;
 };
 
 // The call's buffers registered with one transport, for the span of the call.
@@ -112,19 +173,42 @@ struct Registration {
   }
 };
 
-// Spin 63 passes (each pass also polls every busy connection), yield 128, then sleep from 50 us,
-// doubling every 8 passes, up to 10 ms between deadline checks.
+// Spin (ExecutionContext::spinPasses; each pass also polls every busy connection), yield 128
+// passes, then sleep from 50 us, doubling every 8 passes, up to 10 ms between deadline checks.
 constexpr BackoffPolicy kExecutorBackoff{63, 128, 50, 8, 8, 10000};
 
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
 constexpr int kOtherDeathGraceMs = 1000;
+
+// A call's bookkeeping, kept per thread between calls: a thread runs one call at a time, and
+// reusing the memory spares a small call (a point-to-point exchange) a dozen allocations.
+struct RunStorage {
+  std::vector<uint8_t> done;
+  std::vector<int> local;
+  std::vector<const void*> rankSources;
+  LaneTable lanes;
+  std::vector<Registration> registered;
+  transport::WaitSet waits;
+  std::vector<const transport::Connection*> waiting;
+};
+
+RunStorage& runStorage() {
+  thread_local RunStorage storage;
+  return storage;
+}
 
 class Run {
  public:
   Run(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
       const ExecutionContext& context)
       : call_(call), schedule_(schedule), buffers_(buffers), context_(context),
-        elementBytes_(typeSize(call.type)), done_(schedule.steps.size(), false) {
+        elementBytes_(typeSize(call.type)), storage_(runStorage()), done_(storage_.done), local_(storage_.local),
+        rankSources_(storage_.rankSources), lanes_(storage_.lanes), registered_(storage_.registered),
+        waits_(storage_.waits), waiting_(storage_.waiting) {
+    done_.assign(schedule.steps.size(), 0);
+    local_.clear();
+    lanes_.reset(context.connections != nullptr ? context.connections->size() : 0);
+    waits_.clear();
     if (context.checkCalls) {
       tag_.sequence = call.sequence;
       tag_.call = call.descriptor();
@@ -144,7 +228,8 @@ class Run {
   }
 
   ~Run() {
-    for (Registration& registration : registered_) {
+    for (size_t i = 0; i < registrations_; ++i) {
+      Registration& registration = registered_[i];
       for (const transport::Region& region : registration.buffers) {
         if (region.base != nullptr) registration.transport->deregisterRegion(region);
       }
@@ -180,10 +265,15 @@ class Run {
 
   // The call's buffers registered with `transport` (once per transport and call).
   size_t registrationFor(transport::Transport& transport) {
-    for (size_t i = 0; i < registered_.size(); ++i) {
+    for (size_t i = 0; i < registrations_; ++i) {
       if (registered_[i].transport == &transport) return i;
     }
-    Registration registration{&transport, {}, {}};
+    // Entries are reused (with their vector's memory) from the thread's earlier calls.
+    if (registrations_ == registered_.size()) registered_.emplace_back();
+    Registration& registration = registered_[registrations_];
+    registration.transport = &transport;
+    for (transport::Region& region : registration.buffers) region = transport::Region{};
+    registration.user.clear();
     for (Buffer buffer : {Buffer::Send, Buffer::Recv, Buffer::Scratch}) {
       const size_t extent = schedule_.reach[static_cast<int>(buffer)];
       if (extent > 0 && base(buffer) != nullptr) {
@@ -197,8 +287,7 @@ class Run {
         if (user.base != nullptr && user.bytes > 0) registration.user[k] = transport.registerRegion(user.base, user.bytes);
       }
     }
-    registered_.push_back(registration);
-    return registered_.size() - 1;
+    return registrations_++;
   }
 
   PeerLanes& peerLanes(int peer) {
@@ -206,11 +295,11 @@ class Run {
     if (it != lanes_.end()) return it->second;
     const auto& connections = *context_.connections;
     if (peer < 0 || peer >= static_cast<int>(connections.size()) || connections[peer] == nullptr) {
-      throwInternal("rank " + std::to_string(context_.rank) + ": " + context_.operation +
+      throwInternal("rank " + std::to_string(context_.rank) + ": " + context_.operation() +
                     ": schedule needs a connection to rank " + std::to_string(peer) +
                     " that was not set up");
     }
-    PeerLanes& lanes = lanes_[peer];
+    PeerLanes& lanes = lanes_.add(peer).second;
     lanes.connection = connections[peer];
     lanes.regions = registrationFor(lanes.connection->transport());
     lanes.connection->setCallTag(tag_);  // before this call's first message
@@ -229,7 +318,7 @@ class Run {
   }
 
   void complete(int index) {
-    done_[index] = true;
+    done_[index] = 1;
     --remaining_;
   }
 
@@ -362,7 +451,7 @@ class Run {
   }
 
   std::string prefix() const {
-    return "rank " + std::to_string(context_.rank) + ": " + context_.operation + ": ";
+    return "rank " + std::to_string(context_.rank) + ": " + context_.operation() + ": ";
   }
 
   // Checked only after the rank has idled for kLivenessCheckIntervalMs, then at that interval.
@@ -406,7 +495,7 @@ class Run {
   void checkAbort() const {
     if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " aborted (loomCommAbort or loomCommRevoke)");
+                                       context_.operation() + " aborted (loomCommAbort or loomCommRevoke)");
     }
   }
 
@@ -422,7 +511,7 @@ class Run {
     checkPeersAlive(now);
     if (now - idleSince_ > std::chrono::milliseconds(context_.timeoutMs)) {
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
-                                       context_.operation + " timed out: no progress for " +
+                                       context_.operation() + " timed out: no progress for " +
                                        std::to_string(context_.timeoutMs) + " ms " + waitingOn());
     }
   }
@@ -467,17 +556,21 @@ class Run {
   const ExecutionBuffers& buffers_;
   const ExecutionContext& context_;
   const size_t elementBytes_;
-  std::vector<bool> done_;
+  RunStorage& storage_;
+  std::vector<uint8_t>& done_;
   size_t remaining_ = 0;
-  std::vector<int> local_;
-  std::vector<const void*> rankSources_;
-  std::map<int, PeerLanes> lanes_;
-  std::vector<Registration> registered_;
+  std::vector<int>& local_;
+  std::vector<const void*>& rankSources_;
+  LaneTable& lanes_;
+  std::vector<Registration>& registered_;
+  size_t registrations_ = 0;  // this call's: the first registrations_ of registered_
   transport::CallTag tag_;
   const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
-  transport::WaitSet waits_;
-  std::vector<const transport::Connection*> waiting_;  // kept: no allocation per sleep
-  Backoff backoff_{kExecutorBackoff};
+  transport::WaitSet& waits_;
+  std::vector<const transport::Connection*>& waiting_;  // kept: no allocation per sleep
+  Backoff backoff_{BackoffPolicy{context_.spinPasses, kExecutorBackoff.yieldRounds, kExecutorBackoff.firstSleepUs,
+                                 kExecutorBackoff.roundsPerDoubling, kExecutorBackoff.maxDoublings,
+                                 kExecutorBackoff.maxSleepUs}};
   Clock::time_point idleSince_;
   Clock::time_point nextLivenessCheck_;
 };

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,18 @@ struct ExecutionContext {
   // see checkablePeerPids). All of them, not only this rank's neighbours: a rank further round
   // the ring than the dead one's neighbours would otherwise wait for its timeout.
   const std::vector<pid_t>* peerPids = nullptr;
-  std::string operation;                     // "allreduce #12 (4096 bytes)", for errors
+  // Names the call in errors ("allreduce #12 (1024 x float32, ...)"); called only on the way to
+  // an error or a trace line, so the common path builds no string.
+  std::function<std::string()> operation;
   bool checkCalls = true;  // LOOM_CHECK >= 1: messages carry the call's tag (CallSpec::descriptor)
   // Large messages: received pieces are written with non-temporal stores (src/kernels/host/stream_copy.h)
   // so a copy does not first read every output line it overwrites.
   bool streamCopies = false;
   bool streamReductions = false;
+  // Passes that spin before a waiting rank yields its core. Ranks that each have a core answer
+  // within microseconds (a point-to-point round trip), so they spin longer than oversubscribed
+  // ones, which must hand the core to the rank they wait for.
+  int spinPasses = 63;
 };
 
 // Runs `schedule`, this rank's part of `call` (its type and op reduce what arrives).

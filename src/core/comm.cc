@@ -214,13 +214,14 @@ void Communicator::execute(const algo::CallSpec& call) {
   if (schedule.scratchBytes > 0) buffers.scratch = schedules_.scratch(schedule.scratchBytes, rank_);
 
   algo::ExecutionContext context;
-  fillContext(context, describeCall(call), call.messageBytes(nranks_));
-  LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation.c_str(), opName(call.op), call.root,
+  fillContext(context, [this, &call] { return describeCall(call); }, call.messageBytes(nranks_));
+  LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation().c_str(), opName(call.op), call.root,
              schedule.steps.size());
   algo::execute(call, schedule, buffers, context);
 }
 
-void Communicator::fillContext(algo::ExecutionContext& context, std::string operation, size_t messageBytes) const {
+void Communicator::fillContext(algo::ExecutionContext& context, std::function<std::string()> operation,
+                               size_t messageBytes) const {
   context.rank = rank_;
   context.nranks = nranks_;
   context.connections = &links_->connections();
@@ -231,6 +232,7 @@ void Communicator::fillContext(algo::ExecutionContext& context, std::string oper
   context.checkCalls = settings_.checkLevel >= 1;
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;
   context.streamReductions = messageBytes >= settings_.streamReduceBytes;
+  context.spinPasses = links_->oversubscribed() ? 63 : 4095;
 }
 
 void Communicator::waitForAsyncWork() {

@@ -111,7 +111,7 @@ class Communicator {
   void refuseIfFailed() const;
   void failingCommunicator(const std::function<void()>& body);
   // What the executor needs of this communicator to run one schedule.
-  void fillContext(algo::ExecutionContext& context, std::string operation, size_t messageBytes) const;
+  void fillContext(algo::ExecutionContext& context, std::function<std::string()> operation, size_t messageBytes) const;
   void execute(const algo::CallSpec& call);  // call.sequence is set
   std::string describeCall(const algo::CallSpec& call) const;
   size_t nonFiniteInput(const algo::CallSpec& call) const;

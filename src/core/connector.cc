@@ -1,5 +1,6 @@
 #include "core/connector.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,6 +97,9 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   }
   ringOrder_ = planRing(places, topology.get(), commName);
   peerPids_ = algo::checkablePeerPids(pids, sameHost, rank_);
+  cpu_set_t cpus;
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  oversubscribed_ = std::count(sameHost.begin(), sameHost.end(), true) > cores;
   Facts facts{registry, {}, {}};
   for (int r = 0; r < nranks; ++r) {
     facts.endpoints.push_back(transport::Endpoint{r, peers[r].hostHash, peers[r].pid});

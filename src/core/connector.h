@@ -40,6 +40,8 @@ class Connector {
   const std::vector<pid_t>& peerPids() const { return peerPids_; }
   // Ring position -> rank; ring and chain schedules follow it.
   const std::vector<int>& ringOrder() const { return ringOrder_; }
+  // More ranks of this communicator on this host than cores to run them: waits should not spin.
+  bool oversubscribed() const { return oversubscribed_; }
   // Null unless every rank shares this host and the direct engine applies.
   algo::DirectEngine* direct() const { return direct_.get(); }
   // After a failed call: every transport tells its peers why, so they fail at once.
@@ -60,6 +62,7 @@ class Connector {
   std::vector<transport::Connection*> connections_;
   std::vector<pid_t> peerPids_;
   std::vector<int> ringOrder_;
+  bool oversubscribed_ = false;
   std::unique_ptr<algo::DirectEngine> direct_;
 };
 

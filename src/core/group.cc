@@ -70,6 +70,8 @@ thread_local GroupState state;
 
 bool active() { return state.depth > 0; }
 
+
+
 void start() { ++state.depth; }
 
 void noteFailure(loomResult_t code, const std::string& message) {
@@ -127,6 +129,47 @@ void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::
   stream->enqueue(std::move(item));
 }
 
+namespace {
+
+// The common group, every call on one communicator and one stream (a rank's sends and
+// receives of one exchange): the same order as the general case below, one batch, no maps.
+// Returns false, having done nothing, when the group is not of that shape.
+bool endOnOneTarget(std::vector<Queued>& calls) {
+  if (calls.empty()) return true;
+  Communicator* comm = calls.front().comm.get();
+  Stream* stream = calls.front().stream.get();
+  size_t peerCount = 0;
+  for (const Queued& queued : calls) {
+    if (queued.comm.get() != comm || queued.stream.get() != stream) return false;
+    peerCount += algo::isPointToPoint(queued.call.collective) ? 1 : 0;
+  }
+  std::vector<algo::CallSpec> peerOps;
+  peerOps.reserve(peerCount);
+  for (const Queued& queued : calls) {
+    if (algo::isPointToPoint(queued.call.collective)) peerOps.push_back(queued.call);
+  }
+  if (!peerOps.empty()) checkSelfMessages(*comm, peerOps);
+  std::vector<CallBatch> item(1);
+  CallBatch& batch = item.front();
+  batch.comm = calls.front().comm;
+  batch.calls.reserve(calls.size() - peerCount + (peerCount > 0 ? 1 : 0));
+  {
+    const IssueStep step(*comm);
+    for (const Queued& queued : calls) {
+      if (!algo::isPointToPoint(queued.call.collective)) batch.calls.emplace_back(queued.call, comm->takeTicket());
+    }
+    if (!peerOps.empty()) batch.calls.emplace_back(std::move(peerOps), comm->takeTicket());
+    if (stream != nullptr) {
+      calls.front().stream->enqueue(std::move(item));
+      return true;
+    }
+  }
+  runBatch(batch);
+  return true;
+}
+
+}  // namespace
+
 void end() {
   if (state.depth == 0) throwUsage("loomGroupEnd without a matching loomGroupStart");
   if (--state.depth > 0) return;
@@ -140,6 +183,8 @@ void end() {
     throw Error(failure, "a call in the group failed, so none of its " + std::to_string(calls.size()) +
                              " queued calls ran: " + failureMessage);
   }
+
+  if (endOnOneTarget(calls)) return;
 
   // Each communicator's sends and receives run as one unit, after its collectives (the same
   // place on every rank, so no mix of the two can deadlock), on the one stream they share.

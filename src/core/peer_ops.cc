@@ -24,10 +24,11 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   refuseIfFailed();
   ErrorState::Running running(errors_);
 
-  std::vector<algo::PeerOperation> operations;
-  std::vector<algo::UserBuffer> buffers;
-  operations.reserve(ops.size());
-  buffers.reserve(ops.size());
+  // Kept per thread, like the executor's storage: a small exchange allocates nothing here.
+  thread_local std::vector<algo::PeerOperation> operations;
+  thread_local std::vector<algo::UserBuffer> buffers;
+  operations.clear();
+  buffers.clear();
   size_t totalBytes = 0;
   for (const algo::CallSpec& op : ops) {
     const bool send = op.collective == algo::Collective::Send;
@@ -40,13 +41,16 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
                                        bytes});
     totalBytes += bytes;
   }
-  const std::string operation =
-      (ops.size() == 1 ? std::string(algo::collectiveName(ops.front().collective)) + " " +
-                             (ops.front().collective == algo::Collective::Send ? "to" : "from") + " rank " +
-                             std::to_string(ops.front().peer) + " (" + std::to_string(ops.front().count) + " x " +
-                             typeName(ops.front().type) + ")"
-                       : "group of " + std::to_string(ops.size()) + " sends and receives") +
-      " (comm " + name_ + ", rank " + std::to_string(rank_) + ")";
+  // Built only for an error or a trace line.
+  const auto operation = [this, &ops] {
+    const algo::CallSpec& first = ops.front();
+    return (ops.size() == 1 ? std::string(algo::collectiveName(first.collective)) + " " +
+                                  (first.collective == algo::Collective::Send ? "to" : "from") + " rank " +
+                                  std::to_string(first.peer) + " (" + std::to_string(first.count) + " x " +
+                                  typeName(first.type) + ")"
+                            : "group of " + std::to_string(ops.size()) + " sends and receives") +
+           " (comm " + name_ + ", rank " + std::to_string(rank_) + ")";
+  };
 
   failingCommunicator([&] {
     const algo::Schedule schedule = algo::pointToPointBatch(rank_, operations);
@@ -61,7 +65,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     algo::ExecutionContext context;
     fillContext(context, operation, totalBytes);
     context.streamReductions = false;
-    LOOM_TRACE(COLL, "%s: %zu steps", operation.c_str(), schedule.steps.size());
+    LOOM_TRACE(COLL, "%s: %zu steps", operation().c_str(), schedule.steps.size());
     algo::execute(batch, schedule, executionBuffers, context);
   });
 }

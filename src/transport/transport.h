@@ -116,6 +116,8 @@ class WaitSet {
  public:
   // Bells of `connection`, known before the first look for work (so arm() can snapshot them).
   void watch(const Connection& connection);
+  // Forgets every connection (for the next call: the memory is kept).
+  void clear() { bells_.clear(); }
   // Before each look for work.
   void arm();
   // After a look that found nothing: sleep until one of `waiting`'s sources fires or

@@ -17,8 +17,6 @@ std::string bufferName(size_t which) {
   }
 }
 
-bool isLaneStep(StepKind kind) { return kind == StepKind::Send || kind == StepKind::Recv; }
-
 // A step's reach into its rank's arena: what it reads and what it writes (bytes == 0: none).
 struct Access {
   size_t readAt = 0, readBytes = 0, writeAt = 0, writeBytes = 0;
@@ -160,20 +158,23 @@ class MovementRun {
   void checkUnorderedAccesses(int r) const {
     const RankState& state = ranks_[r];
     const std::vector<Step>& steps = programs_[r].schedule.steps;
-    const size_t count = steps.size(), words = (count + 63) / 64;
-    std::vector<std::vector<uint64_t>> before(count, std::vector<uint64_t>(words, 0));
+    const size_t count = steps.size();
+    const size_t words = (count + 63) / 64;
+    // before[i * words + w]: bit set for every step that must finish before step i starts.
+    std::vector<uint64_t> before(count * words, 0);
+    auto row = [&](size_t i) { return before.data() + i * words; };
     for (size_t i = 0; i < count; ++i) {
       for (int predecessor : {steps[i].dependsOn, steps[i].alsoDependsOn, state.lanePredecessor[i]}) {
         if (predecessor < 0) continue;
         const size_t p = static_cast<size_t>(predecessor);
-        for (size_t w = 0; w < words; ++w) before[i][w] |= before[p][w];
-        before[i][p / 64] |= uint64_t{1} << (p % 64);
+        for (size_t w = 0; w < words; ++w) row(i)[w] |= row(p)[w];
+        row(i)[p / 64] |= uint64_t{1} << (p % 64);
       }
     }
     for (size_t j = 0; j < count; ++j) {
       const Access& b = state.access[j];
       for (size_t i = 0; i < j; ++i) {
-        if (before[j][i / 64] >> (i % 64) & 1) continue;
+        if (row(j)[i / 64] >> (i % 64) & 1) continue;
         const Access& a = state.access[i];
         if (overlap(a.writeAt, a.writeBytes, b.writeAt, b.writeBytes) ||
             overlap(a.writeAt, a.writeBytes, b.readAt, b.readBytes) ||

@@ -72,7 +72,12 @@ void ArenaEngine::announceDeparture() {
 size_t ArenaEngine::elementBytes(const CallSpec& call) const { return typeSize(call.type); }
 
 bool ArenaEngine::handles(const CallSpec& call) const {
-  // All-to-all, gather, scatter and barrier run as mesh schedules (after postOnly).
+  // All-to-all, gather and scatter: the arena for small messages, mesh schedules (after
+  // postOnly) for the rest; the barrier is postOnly alone; all-to-all-v always a schedule.
+  if (call.collective == Collective::AllToAll || call.collective == Collective::Gather ||
+      call.collective == Collective::Scatter) {
+    return eager(call);
+  }
   const bool known = call.collective <= Collective::Reduce;
   return known && (eager(call) || (settings_.crossMemory && !(settings_.deterministic && hasOp(call.collective))));
 }
@@ -90,6 +95,9 @@ void ArenaEngine::run(const CallSpec& call, const Describe& describe) {
     case Collective::ReduceScatter: reduceScatter(call, describe); return;
     case Collective::Broadcast: broadcast(call, describe); return;
     case Collective::Reduce: reduce(call, describe); return;
+    case Collective::AllToAll: allToAllEager(call, describe); return;
+    case Collective::Gather: gatherEager(call, describe); return;
+    case Collective::Scatter: scatterEager(call, describe); return;
     default: break;
   }
   throwInternal(std::string("direct collectives: no direct ") + collectiveName(call.collective));

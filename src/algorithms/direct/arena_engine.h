@@ -87,6 +87,10 @@ class ArenaEngine final : public DirectEngine {
   void broadcast(const CallSpec& call, const Describe& describe);
   void reduceScatter(const CallSpec& call, const Describe& describe);
   void reduce(const CallSpec& call, const Describe& describe);
+  // Small messages only (direct_alltoall.cc); larger ones run as mesh schedules.
+  void allToAllEager(const CallSpec& call, const Describe& describe);
+  void gatherEager(const CallSpec& call, const Describe& describe);
+  void scatterEager(const CallSpec& call, const Describe& describe);
   // dst = every rank's posted input at `offset` bytes reduced (eager calls): in rank order,
   // pairwise with the vector kernels where that is already one rounding per element in the
   // canonical order (integers, float32/float64 but avg), else with the canonical kernel
