@@ -34,5 +34,11 @@ void Backend::broadcast(const void*, void*, size_t, loomDataType_t, int) {
 void Backend::reduce(const void*, void*, size_t, loomDataType_t, loomRedOp_t, int) {
   notOffered("reduce");
 }
+void Backend::sendRecv(const void*, void*, size_t, loomDataType_t, int, int) {
+  notOffered("send/receive");
+}
+void Backend::allToAll(const void*, void*, size_t, loomDataType_t) { notOffered("all-to-all"); }
+void Backend::gather(const void*, void*, size_t, loomDataType_t, int) { notOffered("gather"); }
+void Backend::scatter(const void*, void*, size_t, loomDataType_t, int) { notOffered("scatter"); }
 
 }  // namespace loom::perf

@@ -77,6 +77,19 @@ class Backend {
   virtual void broadcast(const void* send, void* recv, size_t count, loomDataType_t type, int root);
   virtual void reduce(const void* send, void* recv, size_t count, loomDataType_t type,
                       loomRedOp_t op, int root);
+  // Sends `count` elements to sendPeer and receives as many from recvPeer, both progressing
+  // together (Loom: one group; MPI: MPI_Sendrecv). send and recv never overlap.
+  virtual void sendRecv(const void* send, void* recv, size_t count, loomDataType_t type,
+                        int sendPeer, int recvPeer);
+  // `count` elements per peer: block j of send goes to rank j, block i of recv comes from
+  // rank i. Never in place (loom.h and nccl.h define no in-place all-to-all).
+  virtual void allToAll(const void* send, void* recv, size_t count, loomDataType_t type);
+  // `count` elements per rank to the root, which stores rank i's at recv + i * count; in place
+  // on the root: send == recv + root * count. recv is not read or written elsewhere.
+  virtual void gather(const void* send, void* recv, size_t count, loomDataType_t type, int root);
+  // The root sends send + i * count to rank i; every rank receives `count` elements; in place
+  // on the root: recv == send + root * count. send is not read elsewhere.
+  virtual void scatter(const void* send, void* recv, size_t count, loomDataType_t type, int root);
 
  protected:
   [[noreturn]] void notOffered(const char* collective) const;

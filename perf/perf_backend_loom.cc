@@ -79,6 +79,24 @@ class LoomBackend final : public Backend {
               int root) override {
     require(loomReduce(send, recv, count, type, op, root, comm_, nullptr), "loomReduce");
   }
+  // nccl-tests' sendrecv: the send and the receive in one group, so neither waits for the
+  // other (every rank sends first). Under -m the driver's group encloses this one (groups nest).
+  void sendRecv(const void* send, void* recv, size_t count, loomDataType_t type, int sendPeer,
+                int recvPeer) override {
+    require(loomGroupStart(), "loomGroupStart");
+    require(loomSend(send, count, type, sendPeer, comm_, nullptr), "loomSend");
+    require(loomRecv(recv, count, type, recvPeer, comm_, nullptr), "loomRecv");
+    require(loomGroupEnd(), "loomGroupEnd(send/recv)");
+  }
+  void allToAll(const void* send, void* recv, size_t count, loomDataType_t type) override {
+    require(loomAlltoAll(send, recv, count, type, comm_, nullptr), "loomAlltoAll");
+  }
+  void gather(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
+    require(loomGather(send, recv, count, type, root, comm_, nullptr), "loomGather");
+  }
+  void scatter(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
+    require(loomScatter(send, recv, count, type, root, comm_, nullptr), "loomScatter");
+  }
 
  private:
   void require(loomResult_t result, const char* what) const {

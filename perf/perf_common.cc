@@ -99,8 +99,12 @@ class RankRunner {
     // Both buffers at the largest size: no collective here needs more than maxBytes per buffer.
     HostBuffer send(options_.maxBytes, tool_.c_str()), recv(options_.maxBytes, tool_.c_str());
     Report report(tool_, backend_.identity(), options_, nranks_, rank_ == 0);
-    const std::string note =
+    std::string note =
         skipped.empty() ? "" : "-d all: " + skipped + " skipped (not offered by the library)";
+    if (collective_.noInPlaceForm != nullptr) {
+      note += std::string(note.empty() ? "" : "\n# ") +
+              "in-place columns N/A: " + collective_.noInPlaceForm;
+    }
     report.header(gatherPlaces(), note);
     const std::vector<loomRedOp_t> ops =
         collective_.hasOp ? options_.ops : std::vector<loomRedOp_t>{loomSum};
@@ -151,8 +155,12 @@ class RankRunner {
     row.op = collective_.hasOp ? opName(op) : "none";
     row.root = collective_.hasRoot ? root : -1;
     row.outOfPlace = measure(call, row.bytes);
-    call.inPlace = true;
-    row.inPlace = measure(call, row.bytes);
+    if (collective_.noInPlaceForm == nullptr) {
+      call.inPlace = true;
+      row.inPlace = measure(call, row.bytes);
+    } else {
+      row.inPlace.measured = false;
+    }
     return row;
   }
 

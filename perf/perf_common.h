@@ -57,6 +57,10 @@ struct Collective {
   void (*run)(const CallContext& call);
   // Elements of this rank's output that differ from the exact result.
   size_t (*countWrong)(const CallContext& call, const Pattern& pattern);
+  // nullptr when the call has an in-place form; otherwise why not, and the in-place columns
+  // print N/A (nccl-tests times alltoall and sendrecv on one buffer but leaves them unchecked;
+  // loom.h defines no such form, and Loom refuses an overlapping all-to-all).
+  const char* noInPlaceForm;
 };
 
 // Parses options, creates the backend(s), runs the sweep, prints nccl-tests' table. `toolPrefix`

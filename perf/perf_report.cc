@@ -53,6 +53,10 @@ std::string jsonString(const std::string& text) {
 }
 
 std::string jsonPlace(const PlaceResult& place) {
+  // The same keys either way, so every tool's file has one schema.
+  if (!place.measured) {
+    return "{\"time_us\": null, \"algbw_gbps\": null, \"busbw_gbps\": null, \"wrong\": null}";
+  }
   return "{\"time_us\": " + jsonNumber(place.timeUs) +
          ", \"algbw_gbps\": " + jsonNumber(place.algbw) +
          ", \"busbw_gbps\": " + jsonNumber(place.busbw) +
@@ -114,6 +118,7 @@ void Report::header(const std::vector<RankPlace>& places, const std::string& not
 
 void Report::row(const Row& row) {
   for (const PlaceResult* place : {&row.outOfPlace, &row.inPlace}) {
+    if (!place->measured) continue;
     if (place->checked) wrong_ += place->wrong;
     busbwSum_ += place->busbw;
     ++busbwCount_;
@@ -123,6 +128,10 @@ void Report::row(const Row& row) {
   std::printf("%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, typeName(row.type), row.op,
               row.root);
   for (const PlaceResult* place : {&row.outOfPlace, &row.inPlace}) {
+    if (!place->measured) {
+      std::printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+      continue;
+    }
     std::printf("  %7s  %6.2f  %6.2f  %5s", formatTimeUs(place->timeUs).c_str(), place->algbw,
                 place->busbw, wrongText(*place).c_str());
   }
@@ -160,6 +169,7 @@ bool Report::writeJson(uint64_t wrong) const {
     return false;
   }
   double busbwSum = 0;
+  size_t busbwCount = 0;
   std::fprintf(file,
                "{\n  \"tool\": %s,\n  \"backend\": %s,\n  \"library\": %s,\n  \"nranks\": %d,\n",
                jsonString(tool_).c_str(), jsonString(backend_.name).c_str(),
@@ -174,7 +184,11 @@ bool Report::writeJson(uint64_t wrong) const {
   std::fprintf(file, "  \"results\": [");
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& row = rows_[i];
-    busbwSum += row.outOfPlace.busbw + row.inPlace.busbw;
+    for (const PlaceResult* place : {&row.outOfPlace, &row.inPlace}) {
+      if (!place->measured) continue;
+      busbwSum += place->busbw;
+      ++busbwCount;
+    }
     std::fprintf(file,
                  "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": %s, \"redop\": %s, "
                  "\"root\": %d,\n     \"out_of_place\": %s,\n     \"in_place\": %s}",
@@ -182,7 +196,7 @@ bool Report::writeJson(uint64_t wrong) const {
                  jsonString(row.op).c_str(), row.root, jsonPlace(row.outOfPlace).c_str(),
                  jsonPlace(row.inPlace).c_str());
   }
-  const double avg = rows_.empty() ? 0.0 : busbwSum / (2.0 * double(rows_.size()));
+  const double avg = busbwCount == 0 ? 0.0 : busbwSum / double(busbwCount);
   std::fprintf(file, "\n  ],\n  \"out_of_bounds\": %llu,\n  \"avg_bus_bandwidth\": %s\n}\n",
                static_cast<unsigned long long>(wrong), jsonNumber(avg).c_str());
   if (std::fclose(file) != 0) {

@@ -21,6 +21,7 @@ struct PlaceResult {
   double busbw = 0;
   uint64_t wrong = 0;  // summed over ranks; meaningful when checked
   bool checked = false;
+  bool measured = true;  // false: the collective has no such form; the columns print N/A
 };
 
 struct Row {
@@ -38,7 +39,7 @@ class Report {
   Report(std::string tool, const BackendIdentity& backend, const Options& options, int nranks,
          bool printing);
 
-  // `note`, when not empty, is one more "# " line after the backend's.
+  // `note`, when not empty, is one more "# " line after the backend's (lines joined by "\n# ").
   void header(const std::vector<RankPlace>& places, const std::string& note = "");
   void row(const Row& row);
   // Prints the footers, writes the JSON file; returns the total of wrong elements.

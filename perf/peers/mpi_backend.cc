@@ -59,6 +59,9 @@ std::string libraryVersion() {
   return version.empty() ? "MPI" : version;
 }
 
+// The tag of the benchmark's own messages (the driver's synchronisation uses collectives only).
+constexpr int kSendRecvTag = 15;
+
 class MpiBackend final : public Backend {
  public:
   explicit MpiBackend(const char* tool) : tool_(tool) {
@@ -133,6 +136,46 @@ class MpiBackend final : public Backend {
             "MPI_Reduce_scatter_block");
     if (inPlace && result != recv) std::memmove(recv, result, blockBytes);
     if (op == loomAvg) divideInPlace(recv, count, type, nranks_);
+  }
+
+  void sendRecv(const void* send, void* recv, size_t count, loomDataType_t type, int sendPeer,
+                int recvPeer) override {
+    const MPI_Datatype datatype = mpiType(type);
+    require(
+        MPI_Sendrecv(send, intCount(count), datatype, sendPeer, kSendRecvTag, recv, intCount(count),
+                     datatype, recvPeer, kSendRecvTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+  }
+
+  void allToAll(const void* send, void* recv, size_t count, loomDataType_t type) override {
+    const MPI_Datatype datatype = mpiType(type);
+    require(MPI_Alltoall(send, intCount(count), datatype, recv, intCount(count), datatype,
+                         MPI_COMM_WORLD),
+            "MPI_Alltoall");
+  }
+
+  // In place on the root, MPI takes the root's block from recvbuff + root * count, where
+  // NCCL's in-place form has it. Elsewhere recvbuff is ignored, as in NCCL.
+  void gather(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
+    const MPI_Datatype datatype = mpiType(type);
+    const bool inPlace =
+        rank_ == root && send == byteOffset(recv, size_t(root) * count * typeSize(type));
+    require(inPlace ? MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, intCount(count),
+                                 datatype, root, MPI_COMM_WORLD)
+                    : MPI_Gather(send, intCount(count), datatype, recv, intCount(count), datatype,
+                                 root, MPI_COMM_WORLD),
+            "MPI_Gather");
+  }
+
+  // In place on the root, MPI leaves the root's block in sendbuff + root * count, which is
+  // NCCL's in-place recvbuff. Elsewhere sendbuff is ignored, as in NCCL.
+  void scatter(const void* send, void* recv, size_t count, loomDataType_t type, int root) override {
+    const MPI_Datatype datatype = mpiType(type);
+    const bool inPlace = rank_ == root && recv == byteOffset(const_cast<void*>(send),
+                                                             size_t(root) * count * typeSize(type));
+    require(MPI_Scatter(send, intCount(count), datatype, inPlace ? MPI_IN_PLACE : recv,
+                        intCount(count), datatype, root, MPI_COMM_WORLD),
+            "MPI_Scatter");
   }
 
  private:

@@ -8,6 +8,8 @@
 // - in place: MPI_IN_PLACE. MPI's in-place reduce-scatter leaves the rank's block at the start
 //   of the buffer, NCCL's at sendbuff + rank * count: the block is moved there (timed; rank 0's
 //   is already in place).
+// - sendrecv: MPI_Sendrecv; all-to-all, gather, scatter: MPI_Alltoall, MPI_Gather, MPI_Scatter,
+//   in place (gather, scatter) with MPI_IN_PLACE on the root, which matches NCCL's layout.
 #pragma once
 
 #include <memory>

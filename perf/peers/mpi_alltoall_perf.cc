@@ -1,0 +1,8 @@
+// mpi_alltoall_perf: nccl-tests' all-to-all benchmark on MPI (mpi_backend.h).
+#include "perf/peers/mpi_backend.h"
+#include "perf/perf_collectives.h"
+
+int main(int argc, char** argv) {
+  return loom::perf::perfMain(argc, argv, loom::perf::kAllToAll, loom::perf::createMpiBackends,
+                              "mpi_");
+}
