@@ -104,12 +104,7 @@ int rawValue(const Enum& value) {
 
 void checkType(int raw) {
   if (raw < 0 || raw >= loomNumTypes) throwArgument("invalid datatype " + std::to_string(raw));
-  const auto type = static_cast<loomDataType_t>(raw);
-  if (type == loomFloat8e4m3 || type == loomFloat8e5m2) {
-    throwArgument("datatype " + std::to_string(type) +
-                  " (fp8 e4m3/e5m2) is not supported by host collectives in this release");
-  }
-  if (!kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(raw));
+  if (!kernels::typeSupported(static_cast<loomDataType_t>(raw))) throwArgument("invalid datatype " + std::to_string(raw));
 }
 
 void checkOp(int raw, const PreMulSum& premul) {
