@@ -381,5 +381,47 @@ TEST(Fp8DirectEngine, SumsRoundOnceInEveryRankOrder) {
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
+// LOOM_CHECK=2 reports fp8 NaN (e4m3's S.1111.111, e5m2's) and e5m2 infinity in the input of the
+// rank that holds it and in every rank's result; the communicator stays usable.
+TEST(Fp8CheckLevelTwo, NanAndInfinityAreReported) {
+  constexpr int kRanks = 3;
+  for (const Path& path : {kPaths[0], kPaths[2]}) {
+    const auto outcomes = runRanksWithUniqueId(
+        kRanks,
+        [&](int rank, const loomUniqueId& id) {
+          for (const auto& [name, value] : path.env) setenv(name, value, 1);
+          setenv("LOOM_CHECK", "2", 1);
+          loomComm_t comm = nullptr;
+          LOOM_REQUIRE(loomCommInitRank(&comm, kRanks, id, rank) == loomSuccess,
+                       loomGetLastError(nullptr));
+          const std::pair<loomDataType_t, uint8_t> specials[] = {
+              {loomFloat8e4m3, 0xff}, {loomFloat8e5m2, 0x7e}, {loomFloat8e5m2, 0xfc}};
+          for (const auto& [type, special] : specials) {
+            const uint8_t one = ref::exactBits(type, 1.0);
+            std::vector<uint8_t> send(4097, one), recv(4097);
+            if (rank == 1) send[1234] = special;
+            loomResult_t rc =
+                loomAllReduce(send.data(), recv.data(), send.size(), type, loomSum, comm, nullptr);
+            const std::string error = loomGetLastError(comm);
+            LOOM_REQUIRE(
+                rc == loomInvalidUsage &&
+                    error.find("result has NaN or infinity at element 1234") != std::string::npos,
+                std::string(path.name) + " rank " + std::to_string(rank) + ": " + error);
+            LOOM_REQUIRE((rank == 1) == (error.find("input has NaN or infinity at element 1234") !=
+                                         std::string::npos),
+                         error);
+            send[1234] = one;
+            rc = loomAllReduce(send.data(), recv.data(), send.size(), type, loomSum, comm, nullptr);
+            LOOM_REQUIRE(rc == loomSuccess && recv[1234] == ref::exactBits(type, 3.0),
+                         loomGetLastError(comm));
+          }
+          LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, "destroy");
+        },
+        60);
+    for (const RankOutcome& outcome : outcomes)
+      EXPECT_TRUE(outcome.ok()) << path.name << ": " << outcome.describe();
+  }
+}
+
 }  // namespace
 }  // namespace loom::test

@@ -3,8 +3,11 @@
 // same bits for every finite float sampled (a stride through all 2^32 patterns, and every float
 // within a few ulps of each fp8 value and of each midpoint between two). The documented
 // differences: an e5m2 infinity stays infinite in Loom (CUDA's satfinite gives 57344), and
-// which NaN pattern a NaN becomes (both keep it a NaN). Built only where the CUDA headers are;
-// the whole 2^32 sweep (about 30 s) agrees too.
+// which NaN pattern a NaN becomes (both keep it a NaN). And NCCL's fp8 arithmetic (sum and
+// product in half precision, then the saturating conversion) gives Loom's bits (float32, then
+// the conversion) for every pair of finite values. Built only where the CUDA headers are; the
+// whole 2^32 conversion sweep (about 30 s) agrees too.
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
@@ -67,6 +70,31 @@ TEST(Float8AgainstCuda, EveryPatternDecodesToCudasValue) {
                                      : Float8e5m2::fromBits(static_cast<uint8_t>(code)).toFloat();
       EXPECT_TRUE(mine == cuda || (std::isnan(mine) && std::isnan(cuda)))
           << format << " 0x" << std::hex << code;
+    }
+  }
+}
+
+// What NCCL computes for one sum or product of two fp8 values on sm_80+ (__hadd / __hmul: the
+// exact result rounded to half, then __nv_fp8_*'s satfinite conversion) against Loom's float32
+// operator, over every pair of finite patterns.
+TEST(Float8AgainstCuda, HalfPrecisionSumsAndProductsGiveLoomsBits) {
+  for (int format : {0, 1}) {
+    for (int a = 0; a < 256; ++a) {
+      for (int b = 0; b < 256; ++b) {
+        const auto x = static_cast<uint8_t>(a), y = static_cast<uint8_t>(b);
+        const float fa =
+            format == 0 ? Float8e4m3::fromBits(x).toFloat() : Float8e5m2::fromBits(x).toFloat();
+        const float fb =
+            format == 0 ? Float8e4m3::fromBits(y).toFloat() : Float8e5m2::fromBits(y).toFloat();
+        if (!std::isfinite(fa) || !std::isfinite(fb)) continue;
+        for (const float exact : {fa + fb, fa * fb}) {
+          const __half_raw half(__float2half_rn(exact));
+          const uint8_t nccl =
+              __nv_cvt_halfraw_to_fp8(half, __NV_SATFINITE, format == 0 ? __NV_E4M3 : __NV_E5M2);
+          ASSERT_EQ(loomBits(format, exact), nccl)
+              << format << ": 0x" << std::hex << a << ", 0x" << b;
+        }
+      }
     }
   }
 }
