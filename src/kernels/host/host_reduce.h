@@ -1,5 +1,5 @@
-// Host reduction kernels: every datatype x op, vectorized (fp8: scalar loops), sharing the op
-// definitions in reduce_ops.h with the CUDA kernels.
+// Host reduction kernels: every datatype x op, vectorized, sharing the op definitions in
+// reduce_ops.h with the CUDA kernels (fp8: the element loop itself vectorizes, float8.h).
 #pragma once
 
 #include <cstddef>
