@@ -124,25 +124,34 @@ void resolvePreMulSum(algo::CallSpec& call, const std::string& commName) {
   std::memcpy(&op, &call.op, sizeof(op));  // raw: a C caller may pass any int
   std::memcpy(&type, &call.type, sizeof(type));
   if (op < loomNumOps) return;  // built-in, or negative: validate() says which
-  PreMulSumOp found;
-  if (!table().find(op, [&](const PreMulSumOp& entry) { found = entry; })) {
+  // Copied under the table's lock; the owner's name only when it is needed for an error.
+  loomComm_t owner = nullptr;
+  loomDataType_t ownType = loomFloat32;
+  algo::PreMulSum scalar;
+  std::string ownerName;
+  const bool live = table().find(op, [&](const PreMulSumOp& entry) {
+    owner = entry.comm;
+    ownType = entry.type;
+    scalar = entry.scalar;
+    if (owner != call.comm) ownerName = entry.commName;
+  });
+  if (!live) {
     throwArgument(opText(op) +
                   " is neither a built-in reduction operator nor a live PreMulSum operator: " +
                   table().whyNotLive(op));
   }
-  if (found.comm != call.comm) {
-    throwArgument(opText(op) + " is a PreMulSum operator of communicator " + found.commName +
+  if (owner != call.comm) {
+    throwArgument(opText(op) + " is a PreMulSum operator of communicator " + ownerName +
                   ", not of " + commName +
                   ": an operator serves only the communicator it was created for");
   }
-  if (found.type != type) {
-    throwArgument(opText(op) + " is a PreMulSum operator for " + typeName(found.type) +
-                  ", not for " +
+  if (ownType != type) {
+    throwArgument(opText(op) + " is a PreMulSum operator for " + typeName(ownType) + ", not for " +
                   (type >= 0 && type < loomNumTypes ? typeName(static_cast<loomDataType_t>(type))
                                                     : "datatype " + std::to_string(type)) +
                   ": an operator serves only the datatype it was created for");
   }
-  call.premul = found.scalar;
+  call.premul = scalar;
   call.premul.active = true;
 }
 

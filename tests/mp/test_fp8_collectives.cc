@@ -218,7 +218,9 @@ void runRank(int rank, int n, const loomUniqueId& id, const Path& path) {
           ++caseIndex;
           const loomDataType_t type = kTypes[t];
           const Values values(type, op, n, static_cast<uint64_t>(caseIndex));
-          const bool inPlace = caseIndex % 2 == 0;
+          // Each count in place in every other (type, op, collective) block, out of place in the
+          // rest.
+          const bool inPlace = (caseIndex + (caseIndex - 1) / 4) % 2 == 0;
           const int root = caseIndex % n;
           const size_t inputCount = coll == Coll::ReduceScatter ? count * n : count;
           send.assign(inputCount, 0);

@@ -135,7 +135,8 @@ void runWeightedRank(int rank, int n, const loomUniqueId& id, const Path& path) 
                  loomGetLastError(comm));
     for (int coll = 0; coll < 3; ++coll) {
       for (size_t count : {size_t{7}, size_t{65537}}) {
-        const bool inPlace = ++caseIndex % 2 == 0;
+        const bool inPlace =
+            (++caseIndex + coll) % 2 == 0;  // each count both ways across collectives
         const int root = caseIndex % n;
         const size_t inputCount = coll == 1 ? count * n : count;
         std::vector<char> send(inputCount * w.size), recv(inputCount * w.size, 0x5a);
