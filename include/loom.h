@@ -113,8 +113,8 @@ typedef enum {
 } loomRedOp_t;
 
 /* Datatypes (same values as ncclDataType_t). fp8: e4m3 (bias 7, no infinities, max 448) and
- * e5m2 (bias 15, IEEE-like); reductions accumulate in float32 and round once to nearest even
- * (README, "Numerics"). */
+ * e5m2 (bias 15, IEEE-like); reductions compute in float32 and round to nearest even, finite
+ * overflow saturating at +-448 / +-57344 as CUDA's conversions do (README, "Numerics"). */
 typedef enum {
   loomInt8 = 0,
   loomChar = 0,
@@ -248,8 +248,9 @@ loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int
                       loomComm_t comm, loomStream_t stream);
 
 /* ---- Reduction operators ----------------------------------------------------------------- */
-/* A sum whose inputs are first multiplied by *scalar (of `datatype`), for collectives on comm
- * with that datatype only. The returned op is a value >= loomNumOps; destroy it with
+/* A sum whose inputs are first multiplied by *scalar (of `datatype`), each rank's own scalar
+ * multiplying its own input (ranks may pass different scalars), for collectives on comm with
+ * that datatype only. The returned op is a value >= loomNumOps; destroy it with
  * loomRedOpDestroy once the last call using it has returned. */
 loomResult_t loomRedOpCreatePreMulSum(loomRedOp_t* op, void* scalar, loomDataType_t datatype,
                                       loomScalarResidence_t residence, loomComm_t comm);

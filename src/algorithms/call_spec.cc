@@ -104,12 +104,9 @@ int rawValue(const Enum& value) {
 
 void checkType(int raw, bool reduces) {
   if (raw < 0 || raw >= loomNumTypes) throwArgument("invalid datatype " + std::to_string(raw));
-  const auto type = static_cast<loomDataType_t>(raw);
-  if (reduces && (type == loomFloat8e4m3 || type == loomFloat8e5m2)) {
-    throwArgument("datatype " + std::to_string(type) +
-                  " (fp8 e4m3/e5m2) is not supported by host collectives in this release");
+  if (reduces && !kernels::typeSupported(static_cast<loomDataType_t>(raw))) {
+    throwArgument("invalid datatype " + std::to_string(raw));
   }
-  if (reduces && !kernels::typeSupported(type)) throwArgument("invalid datatype " + std::to_string(raw));
 }
 
 void checkOp(int raw, const PreMulSum& premul) {

@@ -5,6 +5,7 @@
 
 #include "algorithms/call_spec.h"
 #include "api/api_internal.h"
+#include "api/red_op_table.h"
 #include "base/error.h"
 #include "core/group.h"
 
@@ -30,9 +31,10 @@ algo::CallSpec describe(algo::Collective collective, const void* sendbuff, void*
   return call;
 }
 
-void issue(const algo::CallSpec& call) {
+void issue(algo::CallSpec call) {
   std::shared_ptr<Communicator> comm = api::checkedComm(call.comm);
   std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
+  api::resolvePreMulSum(call, comm->name());  // op >= loomNumOps: a PreMulSum operator (api_redop.cc)
   algo::validate(call, comm->rank(), comm->size());
   group::issue(call, std::move(comm), std::move(stream));
 }

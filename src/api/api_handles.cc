@@ -8,6 +8,7 @@
 
 #include "api/api_internal.h"
 #include "api/handle_table.h"
+#include "api/red_op_table.h"
 
 namespace loom::api {
 
@@ -79,7 +80,9 @@ loomComm_t registerComm(std::shared_ptr<Communicator> impl, std::shared_ptr<Pend
 }
 
 std::optional<CommEntry> unregisterComm(loomComm_t comm) {
-  return comms().remove(reinterpret_cast<uintptr_t>(comm));
+  std::optional<CommEntry> entry = comms().remove(reinterpret_cast<uintptr_t>(comm));
+  if (entry) removePreMulSumOps(comm);  // its operators die with the handle (red_op_table.h)
+  return entry;
 }
 
 CommEntry checkedCommEntry(loomComm_t comm, const char* what) {

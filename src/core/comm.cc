@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "algorithms/executor.h"
 #include "base/datatype.h"
@@ -178,8 +179,11 @@ void Communicator::checkFinite(const algo::CallSpec& call, size_t badInput) cons
 }
 
 // The direct engine takes the calls it handles and posts the others (see direct_engine.h);
-// the rest run as schedules.
-void Communicator::execute(const algo::CallSpec& call) {
+// the rest run as schedules. A PreMulSum call runs as the sum of premultiplied inputs.
+void Communicator::execute(const algo::CallSpec& issued) {
+  std::optional<algo::CallSpec> premultiplied;
+  if (issued.premul.active) premultiplied = premul_.prepare(issued, rank_, nranks_);
+  const algo::CallSpec& call = premultiplied ? *premultiplied : issued;
   if (algo::DirectEngine* direct = links_->direct()) {
     // Captures two references: std::function keeps it inline, no allocation per call.
     const algo::DirectEngine::Describe describe = [this, &call] { return describeCall(call); };

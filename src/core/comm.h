@@ -5,6 +5,7 @@
 //   Bootstrap      small exchanges among the ranks                   base/bootstrap.h
 //   Connector      peer facts, transports, connections, direct engine core/connector.h
 //   ScheduleCache  built schedules and scratch memory                core/schedule_cache.h
+//   PreMulSumInput this rank's premultiplied input for PreMulSum calls core/premul_input.h
 // A call (algorithms/call_spec.h) takes a ticket when issued and runs when its turn comes:
 // through the direct engine when that takes it, else as a schedule on the executor.
 #pragma once
@@ -23,6 +24,7 @@
 #include "core/call_order.h"
 #include "core/connector.h"
 #include "core/error_state.h"
+#include "core/premul_input.h"
 #include "core/schedule_cache.h"
 #include "core/settings.h"
 #include "loom.h"
@@ -126,6 +128,7 @@ class Communicator {
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<Connector> links_;
   ScheduleCache schedules_;
+  PreMulSumInput premul_;
   uint32_t shrinks_ = 0;  // shrink epochs, to tell offers apart
   loomUniqueId id_;        // kept for connect()
   std::atomic<bool> connected_{false};  // links_ is built (connect() has finished)

@@ -5,8 +5,9 @@
 // - Integers: sum and prod wrap modulo 2^bits (computed in the unsigned type: no signed
 //   overflow UB); max/min compare as T.
 // - float/double: IEEE arithmetic in T.
-// - Float16/Bfloat16: convert both operands to float32, apply the float32 operator, round the
-//   result once to nearest even (half_float.h).
+// - Float16/Bfloat16 and the fp8 types (kIsNarrowFloat): convert both operands to float32, apply
+//   the float32 operator, round the result once to nearest even (half_float.h, float8.h; fp8
+//   saturates at its largest finite value, as CUDA's conversions that NCCL uses do).
 // - max/min of floats follow IEEE 754-2019 maximum/minimum: a NaN operand makes the result
 //   NaN (NaN propagates, as through sum and prod, whichever rank holds it), and -0 < +0, so
 //   max(+0, -0) = +0 and min(+0, -0) = -0 in either order. Otherwise the result is one
@@ -25,13 +26,20 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/float8.h"
 #include "kernels/half_float.h"
 #include "loom.h"
 
 namespace loom::kernels {
 
+// The 16-bit floats, which the host kernels also convert with vector instructions.
 template <typename T>
 inline constexpr bool kIsHalfType = std::is_same_v<T, Float16> || std::is_same_v<T, Bfloat16>;
+template <typename T>
+inline constexpr bool kIsFloat8 = std::is_same_v<T, Float8e4m3> || std::is_same_v<T, Float8e5m2>;
+// Stored in 16 or 8 bits, computed in float32: every operation rounds once, when it stores.
+template <typename T>
+inline constexpr bool kIsNarrowFloat = kIsHalfType<T> || kIsFloat8<T>;
 
 namespace detail {
 // Wrapping integer arithmetic: at least unsigned int, so that narrow types do not promote to
@@ -57,7 +65,7 @@ struct Sum {
   using Rebind = Sum<U>;
 
   LOOM_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (kIsHalfType<T>) {
+    if constexpr (kIsNarrowFloat<T>) {
       return T::fromFloat(a.toFloat() + b.toFloat());
     } else if constexpr (std::is_integral_v<T>) {
       using W = detail::WrapType<T>;
@@ -74,7 +82,7 @@ struct Prod {
   using Rebind = Prod<U>;
 
   LOOM_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (kIsHalfType<T>) {
+    if constexpr (kIsNarrowFloat<T>) {
       return T::fromFloat(a.toFloat() * b.toFloat());
     } else if constexpr (std::is_integral_v<T>) {
       using W = detail::WrapType<T>;
@@ -107,7 +115,7 @@ struct Max {
   using Rebind = Max<U>;
 
   LOOM_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (kIsHalfType<T>) {
+    if constexpr (kIsNarrowFloat<T>) {
       return T::fromFloat(Max<float>()(a.toFloat(), b.toFloat()));
     } else if constexpr (std::is_floating_point_v<T>) {
       return detail::extremum(a, b, true);  // the rule at the top of this file
@@ -123,7 +131,7 @@ struct Min {
   using Rebind = Min<U>;
 
   LOOM_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (kIsHalfType<T>) {
+    if constexpr (kIsNarrowFloat<T>) {
       return T::fromFloat(Min<float>()(a.toFloat(), b.toFloat()));
     } else if constexpr (std::is_floating_point_v<T>) {
       return detail::extremum(a, b, false);
@@ -136,7 +144,7 @@ struct Min {
 // avg's final step: value / divisor, divisor >= 1.
 template <typename T>
 LOOM_HOST_DEVICE inline T divideBy(T value, int divisor) {
-  if constexpr (kIsHalfType<T>) {
+  if constexpr (kIsNarrowFloat<T>) {
     return T::fromFloat(value.toFloat() / static_cast<float>(divisor));
   } else if constexpr (std::is_integral_v<T>) {
     // C++ division truncates toward zero and cannot overflow for divisor >= 1; the quotient
@@ -169,8 +177,8 @@ LOOM_HOST_DEVICE inline A averageDivisor(int nranks) {
   return static_cast<A>(nranks) / static_cast<A>(1 << averageShift(nranks));
 }
 
-// Calls fn(T{}) with the C++ value type of a datatype; returns false for the types the
-// kernels do not handle (fp8, unknown values).
+// Calls fn(T{}) with the C++ value type of a datatype; returns false for values that are not
+// a datatype.
 template <typename Fn>
 inline bool visitDataType(loomDataType_t type, Fn&& fn) {
   switch (type) {
@@ -203,6 +211,12 @@ inline bool visitDataType(loomDataType_t type, Fn&& fn) {
       return true;
     case loomBfloat16:
       fn(Bfloat16{});
+      return true;
+    case loomFloat8e4m3:
+      fn(Float8e4m3{});
+      return true;
+    case loomFloat8e5m2:
+      fn(Float8e5m2{});
       return true;
     default:
       return false;

@@ -94,7 +94,7 @@ class ArenaEngine final : public DirectEngine {
   // dst = every rank's posted input at `offset` bytes reduced (eager calls): in rank order,
   // pairwise with the vector kernels where that is already one rounding per element in the
   // canonical order (integers, float32/float64 but avg), else with the canonical kernel
-  // (16-bit floats accumulate in float32 and round once; avg cannot overflow). Always the
+  // (16- and 8-bit floats accumulate in float32 and round once; avg cannot overflow). Always the
   // canonical kernel in deterministic mode.
   void reducePosted(const CallSpec& call, void* dst, size_t offset);
   // dst = mine op (every peer's input at `offset`, `bytes` <= chunkBytes long), read with

@@ -16,8 +16,7 @@ char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; 
 
 void ArenaEngine::reducePosted(const CallSpec& call, void* dst, size_t offset) {
   const uint64_t sequence = call.sequence;
-  const bool canonical = settings_.deterministic || call.op == loomAvg || call.type == loomFloat16 ||
-                         call.type == loomBfloat16;
+  const bool canonical = settings_.deterministic || call.op == loomAvg || kernels::isNarrowFloat(call.type);
   if (canonical) {
     for (int rank = 0; rank < nranks_; ++rank) rankInputs_[rank] = peerPayload(rank, sequence) + offset;
     kernels::reduceRanks(call.type, call.op, dst, rankInputs_.data(), nranks_, call.count);

@@ -16,11 +16,11 @@ namespace {
 
 // The accumulator type of T and the conversions to and from it.
 template <typename T>
-using WideOf = std::conditional_t<kIsHalfType<T>, float, T>;
+using WideOf = std::conditional_t<kIsNarrowFloat<T>, float, T>;
 
 template <typename T>
 inline WideOf<T> widen(T value) {
-  if constexpr (kIsHalfType<T>) {
+  if constexpr (kIsNarrowFloat<T>) {
     return value.toFloat();
   } else {
     return value;
@@ -33,7 +33,7 @@ inline T narrow(WideOf<T> value) {
   if constexpr (std::is_floating_point_v<WideOf<T>>) {
     if (value != value) value = std::numeric_limits<WideOf<T>>::quiet_NaN();
   }
-  if constexpr (kIsHalfType<T>) {
+  if constexpr (kIsNarrowFloat<T>) {
     return T::fromFloat(value);
   } else {
     return value;
@@ -110,6 +110,12 @@ void finishAverageTyped(T* dst, size_t count, int nranks) {
 }
 
 }  // namespace
+
+bool isNarrowFloat(loomDataType_t type) {
+  bool narrow = false;
+  visitDataType(type, [&](auto typeTag) { narrow = kIsNarrowFloat<decltype(typeTag)>; });
+  return narrow;
+}
 
 void reduceRanks(loomDataType_t type, loomRedOp_t op, void* dst, const void* const* sources, int nranks,
                  size_t count) {

@@ -1,8 +1,8 @@
 // The reductions that see every rank's input at once, and the averaging steps of the ring.
 //
 // reduceRanks: each element is reduced over sources[0..n-1] in that (canonical rank) order
-// in a wide accumulator (float32 for the 16-bit floats and float32, float64 for float64, the
-// type itself for integers) and rounded once. avg: integers sum then divide (truncating);
+// in a wide accumulator (float32 for the 16- and 8-bit floats and float32, float64 for float64,
+// the type itself for integers) and rounded once. avg: integers sum then divide (truncating);
 // floats use the scaled sum of reduce_ops.h, so a representable mean never overflows. A NaN
 // result is the type's canonical quiet NaN (positive, payload 0), so the bits do not depend
 // on which operand carried a payload nor on how the compiler ordered commutative operands.
@@ -20,6 +20,10 @@
 #include "loom.h"
 
 namespace loom::kernels {
+
+// float16, bfloat16 and the fp8 types: stored narrow and accumulated in float32 here, so
+// reduceRanks rounds their result once where pairwise reduction would round at every rank.
+bool isNarrowFloat(loomDataType_t type);
 
 void reduceRanks(loomDataType_t type, loomRedOp_t op, void* dst, const void* const* sources, int nranks,
                  size_t count);
