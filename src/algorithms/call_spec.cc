@@ -27,18 +27,6 @@ const char* collectiveName(Collective collective) {
   return "?";
 }
 
-bool isPointToPoint(Collective collective) { return collective == Collective::Send || collective == Collective::Recv; }
-
-bool hasOp(Collective collective) {
-  return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
-         collective == Collective::Reduce;
-}
-
-bool hasRoot(Collective collective) {
-  return collective == Collective::Broadcast || collective == Collective::Reduce ||
-         collective == Collective::Gather || collective == Collective::Scatter;
-}
-
 namespace {
 size_t sum(const std::vector<size_t>& values) {
   size_t total = 0;

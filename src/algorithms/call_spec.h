@@ -22,9 +22,18 @@ enum class Collective : uint8_t {
   Send, Recv,  // point-to-point: run in batches (core/p2p_batch.h), not as collectives
 };
 const char* collectiveName(Collective collective);  // "allreduce", ...
-bool hasOp(Collective collective);    // reduces with an op
-bool hasRoot(Collective collective);  // has a root rank
-bool isPointToPoint(Collective collective);  // Send or Recv
+// Inline: every call asks these several times on its way (validate, descriptor, the engines).
+inline bool hasOp(Collective collective) {  // reduces with an op
+  return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
+         collective == Collective::Reduce;
+}
+inline bool hasRoot(Collective collective) {  // has a root rank
+  return collective == Collective::Broadcast || collective == Collective::Reduce ||
+         collective == Collective::Gather || collective == Collective::Scatter;
+}
+inline bool isPointToPoint(Collective collective) {  // Send or Recv
+  return collective == Collective::Send || collective == Collective::Recv;
+}
 
 // loomAlltoAllv's per-peer counts and displacements, in elements, indexed by rank. Copied from
 // the caller's arrays at the API: a queued call must not read memory the caller has freed.

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <optional>
 
 #include "algorithms/executor.h"
 #include "base/datatype.h"
@@ -99,7 +98,11 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
   ErrorState::Running running(errors_);
   // LOOM_CHECK=2 looks at the input before the call (in place, the call overwrites it).
   const size_t badInput = settings_.checkLevel >= 2 ? nonFiniteInput(call) : 0;
-  failingCommunicator([&] { execute(call); });
+  try {
+    execute(call);
+  } catch (...) {
+    recordFailure();
+  }
   if (settings_.checkLevel >= 2) checkFinite(call, badInput);
 }
 
@@ -131,10 +134,11 @@ void Communicator::refuseIfFailed() const {
 }
 
 // A failure leaves connections holding half a message: peers learn of it from a failure report
-// (socket frame, shm slot) or by EOF, and the communicator is unusable from here on.
-void Communicator::failingCommunicator(const std::function<void()>& body) {
+// (socket frame, shm slot) or by EOF, and the communicator is unusable from here on. Called
+// from the catch blocks of run() and runPeerOps(), with the exception in flight.
+void Communicator::recordFailure() {
   try {
-    body();
+    throw;
   } catch (const Error& error) {
     links_->failAll(error.code(), error.what());
     if (revoked()) throw;  // stopped on purpose: not an error of the communicator
@@ -181,9 +185,14 @@ void Communicator::checkFinite(const algo::CallSpec& call, size_t badInput) cons
 // The direct engine takes the calls it handles and posts the others (see direct_engine.h);
 // the rest run as schedules. A PreMulSum call runs as the sum of premultiplied inputs.
 void Communicator::execute(const algo::CallSpec& issued) {
-  std::optional<algo::CallSpec> premultiplied;
-  if (issued.premul.active) premultiplied = premul_.prepare(issued, rank_, nranks_);
-  const algo::CallSpec& call = premultiplied ? *premultiplied : issued;
+  if (issued.premul.active) {
+    executeCall(premul_.prepare(issued, rank_, nranks_));
+    return;
+  }
+  executeCall(issued);
+}
+
+void Communicator::executeCall(const algo::CallSpec& call) {
   if (algo::DirectEngine* direct = links_->direct()) {
     // Captures two references: std::function keeps it inline, no allocation per call.
     const algo::DirectEngine::Describe describe = [this, &call] { return describeCall(call); };

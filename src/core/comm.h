@@ -111,10 +111,11 @@ class Communicator {
   };
   void waitForTurn(uint64_t ticket, const algo::CallSpec& call);
   void refuseIfFailed() const;
-  void failingCommunicator(const std::function<void()>& body);
+  [[noreturn]] void recordFailure();  // inside a catch block: tell the peers, record, rethrow
   // What the executor needs of this communicator to run one schedule.
   void fillContext(algo::ExecutionContext& context, std::function<std::string()> operation, size_t messageBytes) const;
   void execute(const algo::CallSpec& call);  // call.sequence is set
+  void executeCall(const algo::CallSpec& call);  // a PreMulSum call already premultiplied
   std::string describeCall(const algo::CallSpec& call) const;
   size_t nonFiniteInput(const algo::CallSpec& call) const;
   void checkFinite(const algo::CallSpec& call, size_t badInput) const;

@@ -52,7 +52,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
            " (comm " + name_ + ", rank " + std::to_string(rank_) + ")";
   };
 
-  failingCommunicator([&] {
+  try {
     const algo::Schedule schedule = algo::pointToPointBatch(rank_, operations);
     // The batch as one call for the executor: bytes, so each message's tag counts bytes.
     algo::CallSpec batch;
@@ -67,7 +67,9 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     context.streamReductions = false;
     LOOM_TRACE(COLL, "%s: %zu steps", operation().c_str(), schedule.steps.size());
     algo::execute(batch, schedule, executionBuffers, context);
-  });
+  } catch (...) {
+    recordFailure();
+  }
 }
 
 }  // namespace loom

@@ -74,12 +74,12 @@ size_t ArenaEngine::elementBytes(const CallSpec& call) const { return typeSize(c
 bool ArenaEngine::handles(const CallSpec& call) const {
   // All-to-all, gather and scatter: the arena for small messages, mesh schedules (after
   // postOnly) for the rest; the barrier is postOnly alone; all-to-all-v always a schedule.
-  if (call.collective == Collective::AllToAll || call.collective == Collective::Gather ||
-      call.collective == Collective::Scatter) {
-    return eager(call);
+  if (call.collective <= Collective::Reduce) {
+    return eager(call) || (settings_.crossMemory && !(settings_.deterministic && hasOp(call.collective)));
   }
-  const bool known = call.collective <= Collective::Reduce;
-  return known && (eager(call) || (settings_.crossMemory && !(settings_.deterministic && hasOp(call.collective))));
+  return (call.collective == Collective::AllToAll || call.collective == Collective::Gather ||
+          call.collective == Collective::Scatter) &&
+         eager(call);
 }
 
 void ArenaEngine::run(const CallSpec& call, const Describe& describe) {
