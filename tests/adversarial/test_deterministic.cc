@@ -13,6 +13,8 @@
 // ranks over shm and TCP.
 #include <gtest/gtest.h>
 
+#include "tests/support/splitmix.h"
+
 #include <cstdio>
 
 #include "numerics_support.h"
@@ -20,12 +22,7 @@
 namespace loom::test::numerics {
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using loom::test::mix;
 
 // Rank `rank`'s value at input index `index` (position-independent: a function of both).
 uint64_t inputBits(loomDataType_t type, uint64_t seed, int rank, size_t index) {

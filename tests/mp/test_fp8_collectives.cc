@@ -13,6 +13,8 @@
 // PreMulSum multiplies by 1/2. The expected bits come from tests/support/fp8_reference.h.
 #include <gtest/gtest.h>
 
+#include "tests/support/splitmix.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -48,12 +50,7 @@ const char* collLabel(Coll coll) {
                                        : "reduce";
 }
 
-uint64_t mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using loom::test::mix;
 
 // The values of one case: the input bits of (rank, element) and the exact result of an element
 // over all ranks. Each input is drawn as a small integer (a multiple of the element's unit, a

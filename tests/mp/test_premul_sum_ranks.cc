@@ -11,6 +11,8 @@
 //     both.
 #include <gtest/gtest.h>
 
+#include "tests/support/splitmix.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -49,12 +51,7 @@ void expectAllOk(const std::vector<RankOutcome>& outcomes, const std::string& wh
     EXPECT_TRUE(outcome.ok()) << what << ": " << outcome.describe();
 }
 
-uint64_t mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using loom::test::mix;
 
 // One datatype's case: rank r's scalar and input element i, as bits, and the exact sum.
 struct Weighted {
