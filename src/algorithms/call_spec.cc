@@ -55,19 +55,6 @@ size_t CallSpec::messageBytes(int nranks) const {
   return count * typeSize(type) * (oneBlock ? 1 : static_cast<size_t>(nranks));
 }
 
-// What must agree across ranks. The in-place flag may differ (it is each rank's own business).
-// All-to-all-v counts differ by rank (each pair's sizes are checked by the transports); a
-// send and its receive share the code of Send.
-transport::CallDescriptor CallSpec::descriptor() const {
-  transport::CallDescriptor descriptor{};
-  descriptor.collective = static_cast<uint8_t>(collective == Collective::Recv ? Collective::Send : collective);
-  descriptor.type = static_cast<uint8_t>(type);
-  descriptor.op = hasOp(collective) && !premul.active ? static_cast<uint8_t>(op) : hasOp(collective) ? 0xff : 0;
-  descriptor.root = hasRoot(collective) ? root : 0;
-  descriptor.count = collective == Collective::AllToAllv || collective == Collective::Barrier ? 0 : count;
-  return descriptor;
-}
-
 std::string describeDescriptor(const transport::CallDescriptor& d) {
   const auto collective = static_cast<Collective>(d.collective);
   const char* name = collective == Collective::Send ? "send/recv" : collectiveName(collective);
@@ -115,10 +102,12 @@ size_t blocksPerCount(Collective collective, int nranks) {
   }
 }
 
-// count * elements-per-count-unit * typeSize must fit in size_t (and in a signed offset).
+// count * elements-per-count-unit * typeSize must fit in size_t (and in a signed offset). A
+// multiplication with an overflow check, not the division by both (two divisions cost more
+// than the rest of an 8 B call's checks).
 void checkCount(size_t count, size_t multiplier, loomDataType_t type) {
-  const size_t limit = static_cast<size_t>(INT64_MAX) / typeSize(type) / multiplier;
-  if (count > limit) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, multiplier * typeSize(type), &bytes) || bytes > static_cast<size_t>(INT64_MAX)) {
     throwArgument("count " + std::to_string(count) + " of " + typeName(type) + " overflows the addressable size");
   }
 }

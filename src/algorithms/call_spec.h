@@ -75,8 +75,22 @@ struct CallSpec {
   size_t messageBytes(int nranks) const;
   // What every rank must agree on, as it travels on the wire (LOOM_CHECK). A send and the
   // receive it matches have the same descriptor.
+  // Inline: the direct engine builds it twice on every call (post and check).
   transport::CallDescriptor descriptor() const;
 };
+
+// What must agree across ranks. The in-place flag may differ (it is each rank's own business).
+// All-to-all-v counts differ by rank (each pair's sizes are checked by the transports); a
+// send and its receive share the code of Send.
+inline transport::CallDescriptor CallSpec::descriptor() const {
+  transport::CallDescriptor descriptor{};
+  descriptor.collective = static_cast<uint8_t>(collective == Collective::Recv ? Collective::Send : collective);
+  descriptor.type = static_cast<uint8_t>(type);
+  descriptor.op = hasOp(collective) && !premul.active ? static_cast<uint8_t>(op) : hasOp(collective) ? 0xff : 0;
+  descriptor.root = hasRoot(collective) ? root : 0;
+  descriptor.count = collective == Collective::AllToAllv || collective == Collective::Barrier ? 0 : count;
+  return descriptor;
+}
 
 // Throws loomInvalidArgument naming what is wrong with a call on rank `rank` of `nranks`
 // (datatype, op, count overflow, root, peer, NULL buffers, overlap), in the order the API always

@@ -42,11 +42,14 @@ pid_t currentPid() {
   return cachedPid.load(std::memory_order_relaxed);
 }
 
-void checkProcess(pid_t creator, const char* what) {
-  if (creator != currentPid()) {
-    throwUsage(std::string(what) + " was created by process " + std::to_string(creator) +
-               " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
-  }
+[[noreturn, gnu::noinline, gnu::cold]] void throwForeignProcess(pid_t creator, const char* what) {
+  throwUsage(std::string(what) + " was created by process " + std::to_string(creator) +
+             " and cannot be used in process " + std::to_string(getpid()) + " (after fork?)");
+}
+
+// Every call passes here: the message is built out of line.
+inline void checkProcess(pid_t creator, const char* what) {
+  if (creator != currentPid()) throwForeignProcess(creator, what);
 }
 
 }  // namespace

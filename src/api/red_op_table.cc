@@ -118,8 +118,7 @@ void removePreMulSumOp(int op, loomComm_t comm, const std::string& commName) {
 
 void removePreMulSumOps(loomComm_t comm) { table().removeAll(comm); }
 
-void resolvePreMulSum(algo::CallSpec& call, const std::string& commName) {
-  if (!algo::hasOp(call.collective)) return;
+void resolvePreMulSumOperator(algo::CallSpec& call, const std::string& commName) {
   int op, type;
   std::memcpy(&op, &call.op, sizeof(op));  // raw: a C caller may pass any int
   std::memcpy(&type, &call.type, sizeof(type));

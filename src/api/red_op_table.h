@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "algorithms/call_spec.h"
@@ -37,7 +38,12 @@ void removePreMulSumOps(loomComm_t comm);
 
 // For a reducing call whose op is >= loomNumOps: fills call.premul from the operator, or throws
 // loomInvalidArgument naming the op when it is not a live operator of call.comm for call.type.
-// Other calls are left as they are (validate() judges their op).
-void resolvePreMulSum(algo::CallSpec& call, const std::string& commName);
+// Other calls are left as they are (validate() judges their op). Inline: every call passes here.
+void resolvePreMulSumOperator(algo::CallSpec& call, const std::string& commName);
+inline void resolvePreMulSum(algo::CallSpec& call, const std::string& commName) {
+  int op;
+  std::memcpy(&op, &call.op, sizeof(op));  // raw: a C caller may pass any int
+  if (op >= loomNumOps && algo::hasOp(call.collective)) resolvePreMulSumOperator(call, commName);
+}
 
 }  // namespace loom::api

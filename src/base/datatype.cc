@@ -2,29 +2,6 @@
 
 namespace loom {
 
-size_t typeSize(loomDataType_t type) {
-  switch (type) {
-    case loomInt8:
-    case loomUint8:
-    case loomFloat8e4m3:
-    case loomFloat8e5m2:
-      return 1;
-    case loomFloat16:
-    case loomBfloat16:
-      return 2;
-    case loomInt32:
-    case loomUint32:
-    case loomFloat32:
-      return 4;
-    case loomInt64:
-    case loomUint64:
-    case loomFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 const char* typeName(loomDataType_t type) {
   switch (type) {
     case loomInt8:

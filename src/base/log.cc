@@ -99,7 +99,7 @@ const char* subsystemName(unsigned subsys) {
   }
 }
 
-thread_local int currentRank = -1;
+[[gnu::tls_model("initial-exec")]] thread_local int currentRank = -1;  // set on every call
 
 }  // namespace
 

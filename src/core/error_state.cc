@@ -12,7 +12,7 @@ void ErrorState::record(loomResult_t code, const std::string& message) {
 }
 
 loomResult_t ErrorState::asyncError(std::string* message) const {
-  if (revoked() && running_.load() > 0) return loomInProgress;
+  if (revoked() && running_.load(std::memory_order_acquire)) return loomInProgress;
   std::lock_guard lock(mutex_);
   if (message) *message = message_;
   return error_;

@@ -36,23 +36,24 @@ class ErrorState {
   // loomInProgress while a revoked communicator still runs a call, else the first error.
   loomResult_t asyncError(std::string* message = nullptr) const;
 
-  // Held while a call runs.
+  // Held while a call runs. Only the holder of the communicator's turn runs a call, so at most
+  // one is inside at a time: two stores, not two read-modify-writes on every call.
   class Running {
    public:
-    explicit Running(ErrorState& state) : count_(state.running_) { count_.fetch_add(1); }
-    ~Running() { count_.fetch_sub(1); }
+    explicit Running(ErrorState& state) : running_(state.running_) { running_.store(true, std::memory_order_release); }
+    ~Running() { running_.store(false, std::memory_order_release); }
     Running(const Running&) = delete;
     Running& operator=(const Running&) = delete;
 
    private:
-    std::atomic<int>& count_;
+    std::atomic<bool>& running_;
   };
 
  private:
   std::atomic<bool> callStop_{false};       // stops collectives: abort or revoke
   std::atomic<bool> bootstrapStop_{false};  // stops bootstrap exchanges: abort only
   std::atomic<bool> revoked_{false};
-  std::atomic<int> running_{0};             // calls inside Running
+  std::atomic<bool> running_{false};        // the turn holder is inside Running
   mutable std::mutex mutex_;
   std::atomic<bool> failed_{false};  // error_ != loomSuccess, readable without the lock
   loomResult_t error_ = loomSuccess;

@@ -58,8 +58,12 @@ class IssueSteps {
   std::vector<Communicator*> held_;
 };
 
+// The depth is apart from the rest and a plain int: every call outside a group reads it, and a
+// thread_local with a destructor (the rest) costs a guard and a TLS lookup call per access in a
+// shared library. initial-exec: the library's static TLS block is the few bytes below.
+[[gnu::tls_model("initial-exec")]] thread_local int groupDepth = 0;
+
 struct GroupState {
-  int depth = 0;
   std::vector<Queued> queued;
   loomResult_t failure = loomSuccess;
   std::string failureMessage;
@@ -68,11 +72,11 @@ thread_local GroupState state;
 
 }  // namespace
 
-bool active() { return state.depth > 0; }
+bool active() { return groupDepth > 0; }
 
 
 
-void start() { ++state.depth; }
+void start() { ++groupDepth; }
 
 void noteFailure(loomResult_t code, const std::string& message) {
   if (state.failure == loomSuccess) {
@@ -173,8 +177,8 @@ bool endOnOneTarget(std::vector<Queued>& calls) {
 }  // namespace
 
 void end() {
-  if (state.depth == 0) throwUsage("loomGroupEnd without a matching loomGroupStart");
-  if (--state.depth > 0) return;
+  if (groupDepth == 0) throwUsage("loomGroupEnd without a matching loomGroupStart");
+  if (--groupDepth > 0) return;
   std::vector<Queued> calls = std::move(state.queued);
   state.queued.clear();
   const loomResult_t failure = state.failure;

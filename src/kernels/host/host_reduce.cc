@@ -112,14 +112,17 @@ bool knownOp(loomRedOp_t op) {
   return static_cast<int>(op) >= 0 && static_cast<int>(op) < loomNumOps;
 }
 
+[[noreturn, gnu::noinline, gnu::cold]] void throwUnsupportedReduce(loomDataType_t type, loomRedOp_t op) {
+  throwArgument(std::string("reduce: unsupported datatype ") + typeName(type) + " (" +
+                std::to_string(static_cast<int>(type)) + ") or op " + opName(op) + " (" +
+                std::to_string(static_cast<int>(op)) + ")");
+}
+
+// The error's strings are built out of line: the lookup is on every reducing call's path.
 ReduceFn reduceKernel(const KernelTable& table, loomDataType_t type, loomRedOp_t op) {
   ReduceFn fn = nullptr;
   if (knownType(type) && knownOp(op)) fn = table.reduce[type][op];
-  if (fn == nullptr) {
-    throwArgument(std::string("reduce: unsupported datatype ") + typeName(type) + " (" +
-                  std::to_string(static_cast<int>(type)) + ") or op " + opName(op) + " (" +
-                  std::to_string(static_cast<int>(op)) + ")");
-  }
+  if (fn == nullptr) throwUnsupportedReduce(type, op);
   return fn;
 }
 

@@ -41,11 +41,7 @@ ShmArena::ShmArena(ShmSegment segment, int nranks, size_t eagerBytes)
   const Geometry g = geometry(nranks, eagerBytes);
   slotStride_ = g.slotStride;
   rankStride_ = g.rankStride;
-}
-
-PostHeader& ShmArena::post(int rank, uint64_t sequence) const {
-  char* base = static_cast<char*>(segment_.data()) + 64 + rankStride_ * static_cast<size_t>(rank);
-  return *reinterpret_cast<PostHeader*>(base + slotStride_ * (sequence & 1));
+  ranks_ = static_cast<char*>(segment_.data()) + 64;
 }
 
 CounterLine& ShmArena::progress(int rank) const {
