@@ -37,7 +37,6 @@ std::string uniquePrefix() {
 ShmEndpoint::ShmEndpoint(std::unique_ptr<transport::Transport> transport, int peer,
                          const PairBootstrap* link)
     : transport_(std::move(transport)), connection_(transport_->connection(peer)), link_(link) {
-  waits_.watch(*connection_);
 }
 
 template <typename Done>
@@ -48,7 +47,6 @@ void ShmEndpoint::progressUntil(Done done) {
   Backoff backoff(BackoffPolicy{63, 128, 50, 8, 8, 10000});
   const std::vector<const transport::Connection*> waiting{connection_};
   while (true) {
-    waits_.arm();
     const bool moved = connection_->progress();
     if (done()) return;
     if (moved) {

@@ -208,7 +208,6 @@ class Run {
     done_.assign(schedule.steps.size(), 0);
     local_.clear();
     lanes_.reset(context.connections != nullptr ? context.connections->size() : 0);
-    waits_.clear();
     if (context.checkCalls) {
       tag_.sequence = call.sequence;
       tag_.call = call.descriptor();
@@ -224,7 +223,6 @@ class Run {
       (step.kind == StepKind::Send ? lanes.send : lanes.recv).pending.push_back(static_cast<int>(i));
     }
     remaining_ = schedule.steps.size();
-    for (const auto& [peer, lanes] : lanes_) waits_.watch(*lanes.connection);
   }
 
   ~Run() {
@@ -242,7 +240,6 @@ class Run {
   void run() {
     uint32_t passes = 0;
     while (remaining_ > 0) {
-      waits_.arm();
       if (pass()) {
         backoff_.reset();
         // A long transfer that keeps moving still notices loomCommAbort.

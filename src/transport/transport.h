@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -96,12 +97,14 @@ class RecvSink {
 // ---- Waiting -----------------------------------------------------------------------------------
 
 // A word in memory that peers ring after making progress visible to this rank (shared memory's
-// doorbell: increment, and a futex wake when someone sleeps).
+// doorbell). Ringing costs the ringer a write to the owner's line only when the owner sleeps:
+// peers ring on every message, and owners sleep rarely (after spinning and yielding).
 class Bell {
  public:
-  // Read before looking for work; sleep() then returns at once if the bell rang since.
-  virtual uint32_t snapshot() const = 0;
-  virtual void sleep(uint32_t seen, int timeoutUs) = 0;
+  // Sleeps until the bell rings or `timeoutUs` passes, unless `ready()` is true once this
+  // sleeper is registered. A ring that found nobody asleep wakes nobody, so `ready()` must see
+  // every piece of work a peer made visible before such a ring.
+  virtual void sleepUnless(const std::function<bool()>& ready, int timeoutUs) = 0;
 
  protected:
   ~Bell() = default;
@@ -114,22 +117,12 @@ class Connection;
 // cannot see a bell, so when both kinds are waited on the sleep is kept short.
 class WaitSet {
  public:
-  // Bells of `connection`, known before the first look for work (so arm() can snapshot them).
-  void watch(const Connection& connection);
-  // Forgets every connection (for the next call: the memory is kept).
-  void clear() { bells_.clear(); }
-  // Before each look for work.
-  void arm();
   // After a look that found nothing: sleep until one of `waiting`'s sources fires or
-  // `timeoutUs` passes (no source: yield the core instead).
+  // `timeoutUs` passes (no source: yield the core instead). A bell's sleep ends at once when
+  // one of `waiting` on that bell is ready to progress (Connection::readyToProgress).
   void sleep(const std::vector<const Connection*>& waiting, int timeoutUs);
 
  private:
-  struct ArmedBell {
-    Bell* bell;
-    uint32_t seen;
-  };
-  std::vector<ArmedBell> bells_;
   std::vector<pollfd> fds_;  // kept between sleeps: no allocation per sleep
 };
 
@@ -165,6 +158,10 @@ class Connection {
   // for; shared memory has a bell instead, which peers ring when they post data or free space.
   virtual void addPollFds(std::vector<pollfd>& /*fds*/) const {}
   virtual Bell* bell() const { return nullptr; }
+  // Connections with a bell: whether progress() would move something now (data for a posted
+  // receive, space for a posted send, a departed peer). A sleeper asks it after registering on
+  // the bell, so it must cover everything a peer rings for; true when unsure.
+  virtual bool readyToProgress() const { return true; }
 
   // The call the next messages belong to (see CallTag); set before they are posted. Sends and
   // receives have a tag each: a point-to-point batch tags every message with its own place in

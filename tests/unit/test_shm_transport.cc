@@ -106,16 +106,14 @@ class BufferSink final : public RecvSink {
 
 // The executor's job in miniature: progress everything, and when nothing moves spin a little,
 // yield, then sleep on the wait set (our doorbell, which the connections offer as their bell).
-// The wait set is armed before the progress pass so a ring that lands after it makes the
-// sleep return at once.
+// The sleep returns at once when a connection is ready to progress once the sleeper is
+// registered, so a ring that found nobody asleep is never missed.
 void driveUntilDone(const std::vector<Connection*>& connections) {
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   WaitSet waits;
   std::vector<const Connection*> waiting(connections.begin(), connections.end());
-  for (const Connection* connection : connections) waits.watch(*connection);
   int idle = 0;
   for (;;) {
-    waits.arm();
     bool moved = false;
     bool done = true;
     for (Connection* connection : connections) {

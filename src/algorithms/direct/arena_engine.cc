@@ -124,7 +124,7 @@ void ArenaEngine::waitForPeer(int peer, const std::atomic<uint64_t>& flag, uint6
 
 void ArenaEngine::wakePeers() {
   for (int peer = 0; peer < nranks_; ++peer) {
-    if (peer != rank_) bells_[peer].ringIfSleeping();
+    if (peer != rank_) bells_[peer].ring();
   }
 }
 

@@ -57,7 +57,7 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
       continue;
     }
     if (policy.ownDoorbell != nullptr) {
-      policy.ownDoorbell->sleepUnless([&] { return flag.load(std::memory_order_seq_cst) >= target; },
+      policy.ownDoorbell->sleepUnlessReady([&] { return flag.load(std::memory_order_seq_cst) >= target; },
                                       backoff.sleepUs());
     } else {
       sched_yield();

@@ -14,17 +14,9 @@ long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* 
 }
 }  // namespace
 
-void Doorbell::ring() {
+void Doorbell::wake() {
   word_->sequence.fetch_add(1, std::memory_order_seq_cst);
-  if (word_->sleepers.load(std::memory_order_seq_cst) != 0) {
-    futex(&word_->sequence, FUTEX_WAKE, INT32_MAX, nullptr);
-  }
-}
-
-void Doorbell::sleep(uint32_t seen, int timeoutUs) {
-  word_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (word_->sequence.load(std::memory_order_seq_cst) == seen) wait(seen, timeoutUs);
-  word_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  futex(&word_->sequence, FUTEX_WAKE, INT32_MAX, nullptr);
 }
 
 void Doorbell::wait(uint32_t seen, int timeoutUs) {

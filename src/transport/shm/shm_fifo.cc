@@ -10,7 +10,7 @@ namespace loom::transport {
 
 namespace {
 constexpr uint64_t kFifoMagic = 0x314f46494d4f4f4cull;  // "LOOMFIF1" little-endian
-constexpr uint32_t kFifoVersion = 2;  // 2: slots carry the call (CallTag)
+constexpr uint32_t kFifoVersion = 3;  // 2: slots carry the call (CallTag); 3: slotSeq publishes, inline payload
 constexpr size_t kCacheLine = 64;
 
 std::string fifoLabel(int fromRank, int toRank) {
@@ -125,24 +125,36 @@ void ShmFifo::push(const void* data, uint32_t bytes, uint64_t offset, uint32_t m
                    int32_t failureCode) {
   char* target = slot(head_);
   auto* header = reinterpret_cast<ShmSlotHeader*>(target);
-  header->slotSeq = head_;
   header->offset = offset;
   header->bytes = bytes;
   header->messageSeq = messageSeq;
   header->callSequence = tag.sequence;
   header->call = tag.call;
   header->failureCode = failureCode;
-  std::memcpy(target + sizeof(ShmSlotHeader), data, bytes);
+  std::memcpy(bytes <= ShmSlotHeader::kInlineBytes ? header->inlinePayload : reinterpret_cast<unsigned char*>(target) + sizeof(ShmSlotHeader),
+              data, bytes);
   ++head_;
+  std::atomic_ref<uint64_t>(header->slotSeq).store(head_, std::memory_order_release);  // publishes the slot
   control().head.store(head_, std::memory_order_release);
 }
 
+bool ShmFifo::anyFilled() const { return control().head.load(std::memory_order_acquire) != tail_; }
+
+bool ShmFifo::anyFree() const {
+  return head_ - control().tail.load(std::memory_order_acquire) < geometry_.slotCount;
+}
+
+// One slot at a time, from its own header: the line the consumer reads next anyway.
 uint32_t ShmFifo::filledSlots() {
   if (seenHead_ == tail_) {
-    seenHead_ = control().head.load(std::memory_order_acquire);
-    if (seenHead_ - tail_ > geometry_.slotCount) {
-      throwRemote("shm: " + label_ + ": the sender's counter is corrupt (head " +
-                  std::to_string(seenHead_) + ", tail " + std::to_string(tail_) + ")");
+    const uint64_t seq =
+        std::atomic_ref<uint64_t>(reinterpret_cast<ShmSlotHeader*>(slot(tail_))->slotSeq).load(std::memory_order_acquire);
+    if (seq == tail_ + 1) {
+      seenHead_ = tail_ + 1;
+    } else if (seq != (tail_ < geometry_.slotCount ? 0 : tail_ + 1 - geometry_.slotCount)) {
+      // Neither this lap's publication nor the previous lap's (or never written).
+      throwRemote("shm: " + label_ + ": slot " + std::to_string(tail_) + " carries sequence number " +
+                  std::to_string(seq) + " (shared memory overwritten?)");
     }
   }
   return static_cast<uint32_t>(seenHead_ - tail_);
@@ -151,14 +163,18 @@ uint32_t ShmFifo::filledSlots() {
 ShmSlotHeader ShmFifo::frontHeader() const {
   ShmSlotHeader copy;
   std::memcpy(&copy, slot(tail_), sizeof(copy));
-  if (copy.slotSeq != tail_) {
+  if (copy.slotSeq != tail_ + 1) {
     throwRemote("shm: " + label_ + ": slot " + std::to_string(tail_) + " carries sequence number " +
                 std::to_string(copy.slotSeq) + " (shared memory overwritten?)");
   }
   return copy;
 }
 
-const void* ShmFifo::frontPayload() const { return slot(tail_) + sizeof(ShmSlotHeader); }
+const void* ShmFifo::frontPayload(size_t bytes) const {
+  auto* header = reinterpret_cast<const ShmSlotHeader*>(slot(tail_));
+  return bytes <= ShmSlotHeader::kInlineBytes ? static_cast<const void*>(header->inlinePayload)
+                                              : slot(tail_) + sizeof(ShmSlotHeader);
+}
 
 void ShmFifo::pop() {
   ++tail_;

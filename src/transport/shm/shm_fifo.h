@@ -5,10 +5,13 @@
 // the consumer's `tail` on cache lines of their own (so the two sides never false-share),
 // then `slotCount` slots, each a 64-byte header line followed by `slotBytes` of payload.
 // head and tail count slots over the FIFO's whole life; slot i sits at index i % slotCount.
-// The producer fills slot `head` and publishes it with a release store of head + 1; the
-// consumer reads it after an acquire load of head and frees it with a release store of
-// tail + 1. No locks; each side keeps a private copy of the other's counter and re-reads the
-// shared one only when its copy says full (producer) or empty (consumer).
+// The producer fills slot `head` and publishes it with a release store of its header's slotSeq
+// (= head + 1), then stores head + 1 in `head`; the consumer polls the next slot's slotSeq
+// (acquire) and frees the slot with a release store of tail + 1. Polling the slot, not `head`,
+// makes a small message one cache line for the consumer to fetch, not two; a piece of at most
+// kInlineBytes rides in the header line itself, so an 8-byte message is exactly one line. No
+// locks; the producer keeps a private copy of `tail` and re-reads it only when its copy says
+// full. `head` is read only by a consumer about to sleep (anyFilled).
 #pragma once
 
 #include <atomic>
@@ -29,13 +32,16 @@ struct ShmFifoGeometry {
 // Describes one piece of a message as the producer wrote it; the consumer checks it against
 // the piece it expects before handing the payload on.
 struct alignas(64) ShmSlotHeader {
-  uint64_t slotSeq;     // the slot's position in the FIFO's history (its head value)
+  static constexpr uint32_t kInlineBytes = 8;
+  uint64_t slotSeq;     // the slot's position in the FIFO's history + 1 (0: never written); last
+                        // written, with release order: it publishes the slot
   uint64_t offset;      // where the piece starts in its message
   uint32_t bytes;       // payload bytes used
   uint32_t messageSeq;  // which message of this direction (wraps)
   uint64_t callSequence;  // the call the message belongs to (CallTag; 0: unchecked)
   CallDescriptor call;
   int32_t failureCode;  // nonzero: not data but the sender's failure report (payload: reason)
+  unsigned char inlinePayload[kInlineBytes];  // the payload when bytes <= kInlineBytes
 };
 static_assert(sizeof(ShmSlotHeader) == 64);
 
@@ -75,11 +81,17 @@ class ShmFifo {
   // Slots filled and not yet freed. Throws loomRemoteError if the producer's counter is
   // impossible (corrupt shared memory).
   uint32_t filledSlots();
+  // Read-only looks for a sleeper's last check (Doorbell): a slot filled / a slot free now,
+  // from the shared counters (their corruption is found by filledSlots/freeSlots).
+  bool anyFilled() const;
+  bool anyFree() const;
   // The oldest filled slot's header (needs filledSlots() > 0), copied out so a peer that
   // scribbles on it afterwards cannot change what was checked. Throws loomRemoteError if its
   // sequence number is not the slot's position.
   ShmSlotHeader frontHeader() const;
-  const void* frontPayload() const;
+  // Where the front slot's payload is, for a piece of `bytes` (the size in the header copy that
+  // was checked: the shared header may change under us).
+  const void* frontPayload(size_t bytes) const;
   // Frees the oldest filled slot for the producer.
   void pop();
 

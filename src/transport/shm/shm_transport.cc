@@ -110,6 +110,11 @@ class ShmConnection final : public Connection {
   Transport& transport() const override { return owner_; }
   // Peers ring this rank's doorbell when they post data for it or free space in its FIFOs.
   Bell* bell() const override { return &ownBell_; }
+  // What a peer rings for: data, space, its departure (a failure report is data).
+  bool readyToProgress() const override {
+    return (recvSink_ != nullptr && incoming_.anyFilled()) || (sendData_ != nullptr && outgoing_.anyFree()) ||
+           peerDeparted_->load(std::memory_order_acquire) != 0;
+  }
   void setSendTag(const CallTag& tag) override { sendTag_ = tag; }
   void setRecvTag(const CallTag& tag) override { recvTag_ = tag; }
 
@@ -149,7 +154,7 @@ class ShmConnection final : public Connection {
                                   ? static_cast<loomResult_t>(header.failureCode)
                                   : loomRemoteError;
     const size_t bytes = std::min<size_t>(header.bytes, incoming_.geometry().slotBytes);
-    const std::string reason(static_cast<const char*>(incoming_.frontPayload()), bytes);
+    const std::string reason(static_cast<const char*>(incoming_.frontPayload(bytes)), bytes);
     throw ExplainedError(code, "peer rank " + std::to_string(peer_) + " failed: " + reason);
   }
 
@@ -198,7 +203,7 @@ class ShmConnection final : public Connection {
         pieceMismatch(header, piece);
       }
       // Straight from the shared slot: a reducing sink reads it in place, no bounce copy.
-      recvSink_->deliver(recvOffset_, incoming_.frontPayload(), piece);
+      recvSink_->deliver(recvOffset_, incoming_.frontPayload(piece), piece);
       incoming_.pop();
       recvOffset_ += piece;
       --budget;
