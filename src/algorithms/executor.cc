@@ -10,6 +10,7 @@
 
 #include "algorithms/peer_liveness.h"
 #include "base/backoff.h"
+#include "base/per_thread.h"
 #include "base/datatype.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -192,10 +193,7 @@ struct RunStorage {
   std::vector<const transport::Connection*> waiting;
 };
 
-RunStorage& runStorage() {
-  thread_local RunStorage storage;
-  return storage;
-}
+RunStorage& runStorage() { return PerThread<RunStorage>::get(); }
 
 class Run {
  public:

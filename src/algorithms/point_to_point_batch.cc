@@ -46,8 +46,15 @@ SelfMessages selfMessages(int rank, const std::vector<PeerOperation>& operations
 void checkSelfMessages(int rank, const std::vector<PeerOperation>& operations) { selfMessages(rank, operations); }
 
 Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operations) {
-  const SelfMessages self = selfMessages(rank, operations);
   Schedule schedule;
+  pointToPointBatch(rank, operations, schedule);
+  return schedule;
+}
+
+void pointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule) {
+  const SelfMessages self = selfMessages(rank, operations);
+  schedule.steps.clear();
+  schedule.scratchBytes = 0;
   for (size_t k = 0; k < operations.size(); ++k) {
     const PeerOperation& operation = operations[k];
     if (operation.bytes == 0 || operation.peer == rank) continue;
@@ -62,7 +69,6 @@ Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operation
         Step{StepKind::Copy, -1, Range{userBuffer(self.recvs[i]), 0, bytes}, Range{userBuffer(self.sends[i]), 0, bytes}});
   }
   schedule.measure();
-  return schedule;
 }
 
 }  // namespace loom::algo

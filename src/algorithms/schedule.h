@@ -123,6 +123,9 @@ struct PeerOperation {
 // send to this rank itself is matched with this rank's receive from itself (a local copy);
 // throws loomInvalidUsage naming the operation when one has no partner.
 Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operations);
+// The same into `schedule`, whose memory is reused (a rank exchanging small messages in a loop
+// allocates nothing per exchange).
+void pointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule);
 // Only the check of the batch's messages to itself (before it takes a turn).
 void checkSelfMessages(int rank, const std::vector<PeerOperation>& operations);
 

@@ -6,6 +6,7 @@
 #include "algorithms/schedule.h"
 #include "base/datatype.h"
 #include "base/error.h"
+#include "base/per_thread.h"
 #include "core/call_batch.h"
 #include "core/comm.h"
 #include "core/stream.h"
@@ -65,10 +66,12 @@ class IssueSteps {
 
 struct GroupState {
   std::vector<Queued> queued;
+  std::vector<algo::CallSpec> peerOps;   // endOnOneTarget's, kept: no allocation per exchange
+  std::vector<algo::CallSpec> lone{1};   // a lone send or receive, as a batch of one
   loomResult_t failure = loomSuccess;
   std::string failureMessage;
 };
-thread_local GroupState state;
+GroupState& groupState() { return PerThread<GroupState>::get(); }
 
 }  // namespace
 
@@ -79,9 +82,9 @@ bool active() { return groupDepth > 0; }
 void start() { ++groupDepth; }
 
 void noteFailure(loomResult_t code, const std::string& message) {
-  if (state.failure == loomSuccess) {
-    state.failure = code;
-    state.failureMessage = message;
+  if (groupState().failure == loomSuccess) {
+    groupState().failure = code;
+    groupState().failureMessage = message;
   }
 }
 
@@ -99,11 +102,11 @@ void checkSelfMessages(const Communicator& comm, const std::vector<algo::CallSpe
 
 void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::shared_ptr<Stream> stream) {
   if (active()) {
-    state.queued.push_back(Queued{call, std::move(comm), std::move(stream)});
+    groupState().queued.push_back(Queued{call, std::move(comm), std::move(stream)});
     return;
   }
   const bool peerOp = algo::isPointToPoint(call.collective);
-  if (peerOp) checkSelfMessages(*comm, {call});
+  if (peerOp && call.peer == comm->rank()) checkSelfMessages(*comm, {call});  // refused: no partner
   if (stream == nullptr) {
     uint64_t ticket;
     {
@@ -111,7 +114,9 @@ void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::
       ticket = comm->takeTicket();
     }
     if (peerOp) {
-      comm->runPeerOps({call}, ticket);
+      std::vector<algo::CallSpec>& lone = groupState().lone;
+      lone.front() = call;
+      comm->runPeerOps(lone, ticket);
     } else {
       comm->run(call, ticket);
     }
@@ -147,12 +152,23 @@ bool endOnOneTarget(std::vector<Queued>& calls) {
     if (queued.comm.get() != comm || queued.stream.get() != stream) return false;
     peerCount += algo::isPointToPoint(queued.call.collective) ? 1 : 0;
   }
-  std::vector<algo::CallSpec> peerOps;
-  peerOps.reserve(peerCount);
+  // Kept per thread: an exchange repeated in a loop allocates nothing here.
+  std::vector<algo::CallSpec>& peerOps = groupState().peerOps;
+  peerOps.clear();
   for (const Queued& queued : calls) {
     if (algo::isPointToPoint(queued.call.collective)) peerOps.push_back(queued.call);
   }
   if (!peerOps.empty()) checkSelfMessages(*comm, peerOps);
+  if (stream == nullptr && peerCount == calls.size()) {
+    // Sends and receives only, completed here: one ticket, one unit, as a lone send is.
+    uint64_t ticket;
+    {
+      const IssueStep step(*comm);
+      ticket = comm->takeTicket();
+    }
+    comm->runPeerOps(peerOps, ticket);
+    return true;
+  }
   CallBatch batch;
   batch.comm = calls.front().comm;
   batch.calls.reserve(calls.size() - peerCount + (peerCount > 0 ? 1 : 0));
@@ -179,12 +195,17 @@ bool endOnOneTarget(std::vector<Queued>& calls) {
 void end() {
   if (groupDepth == 0) throwUsage("loomGroupEnd without a matching loomGroupStart");
   if (--groupDepth > 0) return;
-  std::vector<Queued> calls = std::move(state.queued);
-  state.queued.clear();
-  const loomResult_t failure = state.failure;
-  const std::string failureMessage = std::move(state.failureMessage);
-  state.failure = loomSuccess;
-  state.failureMessage.clear();
+  // Used in place and cleared on the way out, whatever happens: the queue keeps its memory
+  // for the next group.
+  std::vector<Queued>& calls = groupState().queued;
+  struct ClearOnExit {
+    std::vector<Queued>& calls;
+    ~ClearOnExit() { calls.clear(); }
+  } clearOnExit{calls};
+  const loomResult_t failure = groupState().failure;
+  const std::string failureMessage = std::move(groupState().failureMessage);
+  groupState().failure = loomSuccess;
+  groupState().failureMessage.clear();
   if (failure != loomSuccess) {
     throw Error(failure, "a call in the group failed, so none of its " + std::to_string(calls.size()) +
                              " queued calls ran: " + failureMessage);

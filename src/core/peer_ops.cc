@@ -13,6 +13,7 @@
 #include "algorithms/executor.h"
 #include "algorithms/schedule.h"
 #include "base/datatype.h"
+#include "base/per_thread.h"
 #include "base/log.h"
 #include "core/comm.h"
 #include "transport/transport.h"
@@ -25,8 +26,15 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   ErrorState::Running running(errors_);
 
   // Kept per thread, like the executor's storage: a small exchange allocates nothing here.
-  thread_local std::vector<algo::PeerOperation> operations;
-  thread_local std::vector<algo::UserBuffer> buffers;
+  struct Kept {
+    std::vector<algo::PeerOperation> operations;
+    std::vector<algo::UserBuffer> buffers;
+    algo::Schedule schedule;
+  };
+  Kept& kept = PerThread<Kept>::get();
+  std::vector<algo::PeerOperation>& operations = kept.operations;
+  std::vector<algo::UserBuffer>& buffers = kept.buffers;
+  algo::Schedule& schedule = kept.schedule;
   operations.clear();
   buffers.clear();
   size_t totalBytes = 0;
@@ -53,7 +61,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   };
 
   try {
-    const algo::Schedule schedule = algo::pointToPointBatch(rank_, operations);
+    algo::pointToPointBatch(rank_, operations, schedule);
     // The batch as one call for the executor: bytes, so each message's tag counts bytes.
     algo::CallSpec batch;
     batch.collective = algo::Collective::Send;
