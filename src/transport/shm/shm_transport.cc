@@ -97,8 +97,9 @@ class ShmConnection final : public Connection {
   }
 
   bool progress() override {
-    const bool moved = progressRecv() | progressSend();
-    // One ring per call, after everything this call made visible: it wakes a peer that sleeps
+    const bool moved = progressSend() | progressRecv();
+    // Send first: a push leaves at once, while looking for data may miss in the cache. One ring
+    // per call, after everything this call made visible: it wakes a peer that sleeps
     // waiting for data (we sent) or for space (we freed slots).
     if (moved) peerBell_.ring();
     return moved;
