@@ -158,24 +158,4 @@ void runAndCheck(loomComm_t comm, int rank, int nranks, Coll coll, loomDataType_
   }
 }
 
-// Forks `nranks` ranks with `env` set in each (before init), runs body(comm, rank) on a fresh
-// communicator, and returns whether every rank succeeded (their errors are on stderr).
-inline bool runWithEnv(int nranks, const std::vector<std::pair<std::string, std::string>>& env,
-                       const std::function<void(loomComm_t, int)>& body, int timeoutSeconds = 280) {
-  const auto outcomes = runRanksWithUniqueId(
-      nranks,
-      [&](int rank, const loomUniqueId& id) {
-        for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-        loomComm_t comm = nullptr;
-        const loomResult_t init = loomCommInitRank(&comm, nranks, id, rank);
-        LOOM_REQUIRE(init == loomSuccess, std::string("init: ") + loomGetLastError(nullptr));
-        body(comm, rank);
-        loomCommDestroy(comm);
-      },
-      timeoutSeconds);
-  bool ok = true;
-  for (const auto& outcome : outcomes) ok = ok && outcome.ok();
-  return ok;
-}
-
 }  // namespace loom::test::numerics

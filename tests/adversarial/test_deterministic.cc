@@ -129,7 +129,7 @@ constexpr Coll kColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::Reduce};
 // count / n rounded up, so its input (n * recvcount) stays near `count` elements.
 void runGrid(int nranks, const std::vector<std::pair<std::string, std::string>>& env, const std::string& label,
              const std::vector<size_t>& counts) {
-  const bool ok = runWithEnv(nranks, env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(nranks, env, [&](loomComm_t comm, int rank) {
     uint64_t seed = 1;
     for (size_t count : counts) {
       for (Coll coll : kColls) {

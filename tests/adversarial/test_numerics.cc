@@ -38,7 +38,7 @@ void expectAvgIsValue(loomDataType_t type, double value, int nranks) {
   const uint64_t bits = bitsOf(type, value);
   ASSERT_EQ(floatOf(type, bits), value) << "test bug: not exact in " << typeLabel(type);
   for (const Path& path : allPaths()) {
-    const bool ok = runWithEnv(nranks, path.env, [&](loomComm_t comm, int rank) {
+    const bool ok = runOnCommunicators(nranks, path.env, [&](loomComm_t comm, int rank) {
       for (Coll coll : kColls) {
         for (size_t count : kCounts) {
           runAndCheck(comm, rank, nranks, coll, type, loomAvg, count, [&](int, size_t) { return bits; },
@@ -65,7 +65,7 @@ TEST(Numerics, NanPropagatesWhereverItSits) {
   for (loomDataType_t type : {loomFloat16, loomBfloat16, loomFloat32, loomFloat64}) {
     const uint64_t nan = bitsOf(type, std::nan(""));
     for (const Path& path : allPaths()) {
-      const bool ok = runWithEnv(kRanks, path.env, [&](loomComm_t comm, int rank) {
+      const bool ok = runOnCommunicators(kRanks, path.env, [&](loomComm_t comm, int rank) {
         for (loomRedOp_t op : {loomSum, loomProd, loomMax, loomMin, loomAvg}) {
           for (Coll coll : kColls) {
             for (size_t count : {size_t{7}, size_t{65537}}) {
@@ -90,7 +90,7 @@ TEST(Numerics, SignedZerosInMaxMinDoNotDependOnOrder) {
   for (loomDataType_t type : {loomFloat16, loomBfloat16, loomFloat32, loomFloat64}) {
     const uint64_t plus = bitsOf(type, 0.0), minus = bitsOf(type, -0.0);
     for (const Path& path : allPaths()) {
-      const bool ok = runWithEnv(kRanks, path.env, [&](loomComm_t comm, int rank) {
+      const bool ok = runOnCommunicators(kRanks, path.env, [&](loomComm_t comm, int rank) {
         for (loomRedOp_t op : {loomMax, loomMin}) {
           for (Coll coll : kColls) {
             for (size_t count : {size_t{8}, size_t{65536 + 8}}) {
@@ -122,7 +122,7 @@ TEST(Numerics, DirectEngineRoundsSixteenBitSumsOnce) {
     const double values[3] = {type == loomFloat16 ? 65504.0 : 0x1.fep127, type == loomFloat16 ? 65504.0 : 0x1p119,
                               type == loomFloat16 ? -65504.0 : -0x1p119};
     const uint64_t sum = bitsOf(type, values[0]);
-    const bool ok = runWithEnv(kRanks, allPaths()[0].env, [&](loomComm_t comm, int rank) {
+    const bool ok = runOnCommunicators(kRanks, allPaths()[0].env, [&](loomComm_t comm, int rank) {
       for (Coll coll : kColls) {
         for (size_t count : {size_t{1}, size_t{7}, size_t{1000}}) {
           runAndCheck(

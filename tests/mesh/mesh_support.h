@@ -17,7 +17,7 @@
 
 namespace loom::test::mesh {
 
-using Env = std::vector<std::pair<std::string, std::string>>;
+using Env = RankEnv;
 
 struct Transport {
   const char* label;
@@ -94,28 +94,6 @@ inline void expectUntouched(const void* buffer, size_t bytes, unsigned char mark
 
 inline void check(loomResult_t result, const std::string& what) {
   LOOM_REQUIRE(result == loomSuccess, what + ": " + loomGetErrorString(result) + ": " + loomGetLastError(nullptr));
-}
-
-// Forks `nranks` ranks with `env` set in each before init, runs body(comm, rank) on a fresh
-// communicator, and returns whether every rank succeeded (their errors are on stderr).
-inline bool runRanks(int nranks, const Env& env, const std::function<void(loomComm_t, int)>& body,
-                     int timeoutSeconds = 280) {
-  const auto outcomes = runRanksWithUniqueId(
-      nranks,
-      [&](int rank, const loomUniqueId& id) {
-        for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-        loomComm_t comm = nullptr;
-        check(loomCommInitRank(&comm, nranks, id, rank), "init");
-        body(comm, rank);
-        check(loomCommDestroy(comm), "destroy");
-      },
-      timeoutSeconds);
-  bool ok = true;
-  for (const auto& outcome : outcomes) {
-    if (!outcome.ok()) std::fprintf(stderr, "%s\n", outcome.describe().c_str());
-    ok = ok && outcome.ok();
-  }
-  return ok;
 }
 
 // "full" runs the whole grid (suite long); otherwise CI's sample.

@@ -107,7 +107,7 @@ void allPairs(loomComm_t comm, int rank, int n, loomDataType_t type, size_t coun
 }
 
 void runGrid(int n, const Transport& transport, const Grid& grid) {
-  const bool ok = runRanks(n, transport.env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(n, transport.env, [&](loomComm_t comm, int rank) {
     uint64_t salt = 1;
     for (size_t count : grid.counts) {
       for (loomDataType_t type : allTypes()) {

@@ -21,7 +21,7 @@ void expectRefused(loomResult_t result, loomResult_t code, const std::vector<std
 }
 
 TEST(MeshErrors, BadArgumentsAreRefusedAndTheCommunicatorStaysUsable) {
-  const bool ok = runRanks(3, transports()[0].env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(3, transports()[0].env, [&](loomComm_t comm, int rank) {
     const int n = 3;
     std::vector<int32_t> a(64, 1), b(64, 0);
     const size_t negative = static_cast<size_t>(-1);  // a negative count, as a C caller's int becomes
@@ -80,7 +80,7 @@ TEST(MeshErrors, BadArgumentsAreRefusedAndTheCommunicatorStaysUsable) {
 // Mismatched all-to-all-v counts between a pair (rank 0 sends 5 to rank 1, which expects 3)
 // fail on the receiving rank of that pair with both sizes named, never a hang.
 TEST(MeshErrors, MismatchedPairCountsFailNamingThePair) {
-  const bool ok = runRanks(2, {{"LOOM_SHM_DISABLE", "1"}, {"LOOM_TIMEOUT_MS", "2000"}}, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(2, {{"LOOM_SHM_DISABLE", "1"}, {"LOOM_TIMEOUT_MS", "2000"}}, [&](loomComm_t comm, int rank) {
     std::vector<int32_t> a(16, 1), b(16, 0);
     std::vector<size_t> send = {2, rank == 0 ? 5u : 3u}, recv = {2, 3}, displs = {0, 8};
     if (rank == 1) {

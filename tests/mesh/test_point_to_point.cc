@@ -17,7 +17,7 @@ const std::vector<size_t> kSizes = {0, 1, 7, 4095, (1u << 20) + 3};
 
 TEST(PointToPoint, MessagesBetweenAPairMatchInIssueOrder) {
   for (const Transport& transport : transports()) {
-    const bool ok = runRanks(3, transport.env, [&](loomComm_t comm, int rank) {
+    const bool ok = runOnCommunicators(3, transport.env, [&](loomComm_t comm, int rank) {
       // Rank 0 sends five messages of different sizes to rank 2, one by one outside any group
       // (each completes when received); rank 2 receives them one by one in the same order.
       uint64_t salt = 0;
@@ -45,7 +45,7 @@ TEST(PointToPoint, MessagesBetweenAPairMatchInIssueOrder) {
 // Lone sends and receives on a stream: each is a stream item, in issue order with the
 // collective queued between them.
 TEST(PointToPoint, LoneMessagesOnAStreamKeepTheirOrder) {
-  const bool ok = runRanks(2, transports()[0].env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(2, transports()[0].env, [&](loomComm_t comm, int rank) {
     loomStream_t stream = nullptr;
     check(loomStreamCreate(&stream), "stream");
     std::vector<int64_t> first(1000, rank * 10 + 1), second(3, rank * 10 + 2), in1(1000, 0), in2(3, 0);
@@ -76,7 +76,7 @@ TEST(PointToPoint, LoneMessagesOnAStreamKeepTheirOrder) {
 TEST(PointToPoint, GroupedAllPairsExchangeOf8RanksIsExact) {
   for (const Transport& transport : transports()) {
     if (transport.label == std::string("shm-fifo")) continue;  // the grid covers it
-    const bool ok = runRanks(8, transport.env, [&](loomComm_t comm, int rank) {
+    const bool ok = runOnCommunicators(8, transport.env, [&](loomComm_t comm, int rank) {
       const size_t count = 256 * 1024 + 5;  // 1 MiB of float32 per pair
       std::vector<float> send(8 * count), recv(8 * count);
       for (int j = 0; j < 8; ++j) fill(send.data() + j * count, count, 4, rank, j, 77);
@@ -93,7 +93,7 @@ TEST(PointToPoint, GroupedAllPairsExchangeOf8RanksIsExact) {
 }
 
 TEST(Groups, NestMixCollectivesAndMessagesAndRunOnStreams) {
-  const bool ok = runRanks(4, transports()[0].env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(4, transports()[0].env, [&](loomComm_t comm, int rank) {
     const int n = 4, right = (rank + 1) % n, left = (rank + n - 1) % n;
     loomStream_t stream = nullptr;
     check(loomStreamCreate(&stream), "stream");
@@ -125,7 +125,7 @@ TEST(Groups, NestMixCollectivesAndMessagesAndRunOnStreams) {
 }
 
 TEST(Groups, DriveSeveralCommunicatorsFromOneThread) {
-  const bool ok = runRanks(4, transports()[0].env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(4, transports()[0].env, [&](loomComm_t comm, int rank) {
     loomComm_t half = nullptr;
     check(loomCommSplit(comm, rank % 2, rank, &half, nullptr), "split");
     // The pairs {0,2} and {1,3} exchange on `half` while everyone all-reduces on `comm`.
@@ -145,7 +145,7 @@ TEST(Groups, DriveSeveralCommunicatorsFromOneThread) {
 }
 
 TEST(Groups, SelfMessagesAreLocalCopiesAndALoneOneIsRefused) {
-  const bool ok = runRanks(2, transports()[0].env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(2, transports()[0].env, [&](loomComm_t comm, int rank) {
     std::vector<int64_t> send(9, rank * 7 + 1), recv(9, 0);
     check(loomGroupStart(), "start");
     check(loomRecv(recv.data(), 9, loomInt64, rank, comm, nullptr), "recv from self");
@@ -165,7 +165,7 @@ TEST(Groups, SelfMessagesAreLocalCopiesAndALoneOneIsRefused) {
 }
 
 TEST(Groups, UnbalancedEndAndABadCallInsideLeaveTheGroupClean) {
-  const bool ok = runRanks(2, transports()[0].env, [&](loomComm_t comm, int rank) {
+  const bool ok = runOnCommunicators(2, transports()[0].env, [&](loomComm_t comm, int rank) {
     LOOM_REQUIRE(loomGroupEnd() == loomInvalidUsage, "GroupEnd without Start");
     LOOM_REQUIRE(std::string(loomGetLastError(nullptr)).find("without a matching loomGroupStart") != std::string::npos,
                  std::string("error text: ") + loomGetLastError(nullptr));
@@ -191,7 +191,7 @@ TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
   for (const Transport& transport : transports()) {
     Env env = transport.env;
     env.emplace_back("LOOM_TIMEOUT_MS", "700");
-    const bool ok = runRanks(2, env, [&](loomComm_t comm, int rank) {
+    const bool ok = runOnCommunicators(2, env, [&](loomComm_t comm, int rank) {
       if (rank == 1) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // alive, receiving nothing
         return;
@@ -214,7 +214,7 @@ TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
 // between ranks: the communicator is then unusable, as after a mismatched collective.
 TEST(PointToPoint, MismatchedSizesAreAnErrorNamingThePair) {
   for (const Transport& transport : transports()) {
-    const bool ok = runRanks(2, transport.env, [&](loomComm_t comm, int rank) {
+    const bool ok = runOnCommunicators(2, transport.env, [&](loomComm_t comm, int rank) {
       std::vector<int32_t> data(100, 3);
       const loomResult_t result = rank == 0 ? loomSend(data.data(), 100, loomInt32, 1, comm, nullptr)
                                             : loomRecv(data.data(), 60, loomInt32, 0, comm, nullptr);

@@ -177,7 +177,7 @@ class Values {
 
 struct Path {
   const char* name;
-  std::vector<std::pair<const char*, const char*>> env;
+  RankEnv env;
 };
 const Path kPaths[] = {
     {"direct", {{"LOOM_TRANSPORT", "shm"}}},
@@ -188,7 +188,7 @@ const Path kPaths[] = {
 // One rank: every case on one communicator. Failures are collected and thrown at the end, so
 // the other ranks are never left waiting in a call this one skipped.
 void runRank(int rank, int n, const loomUniqueId& id, const Path& path) {
-  for (const auto& [name, value] : path.env) setenv(name, value, 1);
+  for (const auto& [name, value] : path.env) setenv(name.c_str(), value.c_str(), 1);
   loomConfig_t config = LOOM_CONFIG_INITIALIZER;
   config.timeoutMs = 60000;
   loomComm_t comm = nullptr;
@@ -292,13 +292,9 @@ INSTANTIATE_TEST_SUITE_P(Paths, Fp8Grid,
 // matter; every path.
 TEST(Fp8Saturation, OverflowSaturatesInfinityAndNanPropagateOnEveryPath) {
   for (const Path& path : kPaths) {
-    const auto outcomes = runRanksWithUniqueId(
-        2,
-        [&](int rank, const loomUniqueId& id) {
-          for (const auto& [name, value] : path.env) setenv(name, value, 1);
-          loomComm_t comm = nullptr;
-          LOOM_REQUIRE(loomCommInitRank(&comm, 2, id, rank) == loomSuccess,
-                       loomGetLastError(nullptr));
+    const bool ok = runOnCommunicators(
+        2, path.env,
+        [&](loomComm_t comm, int rank) {
           for (size_t count : {size_t{5}, size_t{65537}}) {  // direct engine and ring by default
             for (loomDataType_t type : kTypes) {
               const uint8_t top = ref::exactBits(type, ref::maxFinite(type));
@@ -333,11 +329,9 @@ TEST(Fp8Saturation, OverflowSaturatesInfinityAndNanPropagateOnEveryPath) {
                 LOOM_REQUIRE(out[count - 1] == top, std::string(path.name) + ": max * 2");
             }
           }
-          LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, "destroy");
         },
         120);
-    for (const RankOutcome& outcome : outcomes)
-      EXPECT_TRUE(outcome.ok()) << path.name << ": " << outcome.describe();
+    EXPECT_TRUE(ok) << path.name;
   }
 }
 
@@ -349,13 +343,9 @@ TEST(Fp8DirectEngine, SumsRoundOnceInEveryRankOrder) {
   constexpr int kRanks = 3;
   constexpr int kPermutations[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                        {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  const auto outcomes = runRanksWithUniqueId(
-      kRanks,
-      [&](int rank, const loomUniqueId& id) {
-        for (const auto& [name, value] : kPaths[0].env) setenv(name, value, 1);
-        loomComm_t comm = nullptr;
-        LOOM_REQUIRE(loomCommInitRank(&comm, kRanks, id, rank) == loomSuccess,
-                     loomGetLastError(nullptr));
+  const bool ok = runOnCommunicators(
+      kRanks, kPaths[0].env,
+      [&](loomComm_t comm, int rank) {
         for (loomDataType_t type : kTypes) {
           const uint8_t top = ref::exactBits(type, ref::maxFinite(type));
           const uint8_t values[3] = {top, top, static_cast<uint8_t>(top | 0x80)};
@@ -374,10 +364,9 @@ TEST(Fp8DirectEngine, SumsRoundOnceInEveryRankOrder) {
               LOOM_REQUIRE(out[i] == top, "reducescatter element " + std::to_string(i));
           }
         }
-        LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, "destroy");
       },
       60);
-  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+  EXPECT_TRUE(ok);
 }
 
 // LOOM_CHECK=2 reports fp8 NaN (e4m3's S.1111.111, e5m2's) and e5m2 infinity in the input of the
@@ -385,14 +374,11 @@ TEST(Fp8DirectEngine, SumsRoundOnceInEveryRankOrder) {
 TEST(Fp8CheckLevelTwo, NanAndInfinityAreReported) {
   constexpr int kRanks = 3;
   for (const Path& path : {kPaths[0], kPaths[2]}) {
-    const auto outcomes = runRanksWithUniqueId(
-        kRanks,
-        [&](int rank, const loomUniqueId& id) {
-          for (const auto& [name, value] : path.env) setenv(name, value, 1);
-          setenv("LOOM_CHECK", "2", 1);
-          loomComm_t comm = nullptr;
-          LOOM_REQUIRE(loomCommInitRank(&comm, kRanks, id, rank) == loomSuccess,
-                       loomGetLastError(nullptr));
+    RankEnv env = path.env;
+    env.emplace_back("LOOM_CHECK", "2");
+    const bool ok = runOnCommunicators(
+        kRanks, env,
+        [&](loomComm_t comm, int rank) {
           const std::pair<loomDataType_t, uint8_t> specials[] = {
               {loomFloat8e4m3, 0xff}, {loomFloat8e5m2, 0x7e}, {loomFloat8e5m2, 0xfc}};
           for (const auto& [type, special] : specials) {
@@ -414,11 +400,9 @@ TEST(Fp8CheckLevelTwo, NanAndInfinityAreReported) {
             LOOM_REQUIRE(rc == loomSuccess && recv[1234] == ref::exactBits(type, 3.0),
                          loomGetLastError(comm));
           }
-          LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, "destroy");
         },
         60);
-    for (const RankOutcome& outcome : outcomes)
-      EXPECT_TRUE(outcome.ok()) << path.name << ": " << outcome.describe();
+    EXPECT_TRUE(ok) << path.name;
   }
 }
 

@@ -135,4 +135,26 @@ std::vector<RankOutcome> runRanksWithUniqueId(int nranks,
   return outcomes;
 }
 
+bool runOnCommunicators(int nranks, const RankEnv& env, const std::function<void(loomComm_t, int)>& body,
+                        int timeoutSeconds) {
+  const auto outcomes = runRanksWithUniqueId(
+      nranks,
+      [&](int rank, const loomUniqueId& id) {
+        for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+        loomComm_t comm = nullptr;
+        const loomResult_t init = loomCommInitRank(&comm, nranks, id, rank);
+        LOOM_REQUIRE(init == loomSuccess, std::string("init: ") + loomGetLastError(nullptr));
+        body(comm, rank);
+        const loomResult_t destroyed = loomCommDestroy(comm);
+        LOOM_REQUIRE(destroyed == loomSuccess, std::string("destroy: ") + loomGetLastError(nullptr));
+      },
+      timeoutSeconds);
+  bool ok = true;
+  for (const RankOutcome& outcome : outcomes) {
+    if (!outcome.ok()) std::fprintf(stderr, "%s\n", outcome.describe().c_str());
+    ok = ok && outcome.ok();
+  }
+  return ok;
+}
+
 }  // namespace loom::test

@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loom::test {
@@ -38,6 +39,15 @@ std::vector<RankOutcome> runProcesses(int nranks, const std::function<void(int r
 std::vector<RankOutcome> runRanksWithUniqueId(
     int nranks, const std::function<void(int rank, const loomUniqueId& id)>& body,
     int timeoutSeconds = 300);
+
+// Environment variables each rank sets before it initialises (LOOM_SHM_DISABLE, ...).
+using RankEnv = std::vector<std::pair<std::string, std::string>>;
+
+// Forks `nranks` ranks that set `env`, initialise one communicator together, run
+// body(comm, rank) and destroy it (init and destroy must succeed). Returns whether every rank
+// succeeded; a failed rank's outcome is printed on stderr.
+bool runOnCommunicators(int nranks, const RankEnv& env, const std::function<void(loomComm_t, int)>& body,
+                        int timeoutSeconds = 280);
 
 // Microseconds on CLOCK_MONOTONIC: one clock for every process of the machine, so forked ranks
 // can compare the times they record.
