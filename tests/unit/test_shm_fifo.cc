@@ -64,6 +64,20 @@ TEST(ShmFifo, EightBytesRideInTheHeaderLine) {
   EXPECT_EQ(pair.consumer->filledSlots(), 0u);
 }
 
+// Receivers reduce straight from the slot (executor: deliver -> combine), so an inline piece
+// must be aligned for the widest element (8 bytes: int64, f64): UBSan flagged int64 and f64
+// sums read from a payload at header offset 52.
+TEST(ShmFifo, AnInlinePieceIsAlignedForTheWidestElement) {
+  FifoPair pair({64, 4});
+  for (uint32_t bytes : {1u, 2u, 4u, 8u}) {
+    const std::vector<unsigned char> data = pattern(bytes, 3);
+    pair.producer->push(data.data(), bytes, 0, 0);
+    const auto payload = reinterpret_cast<uintptr_t>(pair.consumer->frontPayload(bytes));
+    EXPECT_EQ(payload % alignof(uint64_t), 0u) << bytes << "-byte piece at header offset " << payload % 64;
+    pair.consumer->pop();
+  }
+}
+
 TEST(ShmFifo, EveryPieceSizeOverManyLapsArrivesIntact) {
   const ShmFifoGeometry geometry{128, 3};
   FifoPair pair(geometry);
