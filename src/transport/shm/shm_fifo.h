@@ -40,10 +40,13 @@ struct alignas(64) ShmSlotHeader {
   uint32_t messageSeq;  // which message of this direction (wraps)
   uint64_t callSequence;  // the call the message belongs to (CallTag; 0: unchecked)
   CallDescriptor call;
+  // The payload when bytes <= kInlineBytes. Receivers reduce straight from it, so it is aligned
+  // for the widest element (int64, f64).
+  alignas(8) unsigned char inlinePayload[kInlineBytes];
   int32_t failureCode;  // nonzero: not data but the sender's failure report (payload: reason)
-  unsigned char inlinePayload[kInlineBytes];  // the payload when bytes <= kInlineBytes
 };
 static_assert(sizeof(ShmSlotHeader) == 64);
+static_assert(offsetof(ShmSlotHeader, inlinePayload) % 8 == 0);
 
 class ShmFifo {
  public:
