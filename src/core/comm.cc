@@ -245,7 +245,10 @@ void Communicator::fillContext(algo::ExecutionContext& context, std::function<st
   context.checkCalls = settings_.checkLevel >= 1;
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;
   context.streamReductions = messageBytes >= settings_.streamReduceBytes;
-  context.spinPasses = links_->oversubscribed() ? 63 : 4095;
+  // Ranks outnumber cores: the rank we wait for most likely waits for this core, so yield at
+  // once, as the direct engine does (sendrecv 8 B on 4 ranks / 2 cores: 9.5 -> 8.4 us median
+  // against 63 spin passes).
+  context.spinPasses = links_->oversubscribed() ? 0 : 4095;
 }
 
 void Communicator::waitForAsyncWork() {
