@@ -117,9 +117,12 @@ struct Lane {
   }
 };
 
+// PeerLanes::regions of a transport that registers no memory (Transport::registersMemory).
+constexpr size_t kUnregistered = ~size_t{0};
+
 struct PeerLanes {
   transport::Connection* connection = nullptr;
-  size_t regions = 0;  // index of its transport's registrations (Run::registered_)
+  size_t regions = kUnregistered;  // index of its transport's registrations (Run::registered_)
   Lane send;
   Lane recv;
 };
@@ -149,7 +152,7 @@ class LaneTable {
     Entry& entry = entries_[used_];
     entry.first = peer;
     entry.second.connection = nullptr;
-    entry.second.regions = 0;
+    entry.second.regions = kUnregistered;
     slotOf_[static_cast<size_t>(peer)] = static_cast<int>(used_++);
     return entry;
   }
@@ -296,9 +299,19 @@ class Run {
     }
     PeerLanes& lanes = lanes_.add(peer).second;
     lanes.connection = connections[peer];
-    lanes.regions = registrationFor(lanes.connection->transport());
+    transport::Transport& transport = lanes.connection->transport();
+    lanes.regions = transport.registersMemory() ? registrationFor(transport) : kUnregistered;
     lanes.connection->setCallTag(tag_);  // before this call's first message
     return lanes;
+  }
+
+  // The region a send posts from: the call's registration with the lane's transport, or the
+  // buffer as it is where the transport registers nothing (Transport::registersMemory).
+  transport::Region sendRegion(const PeerLanes& lanes, Buffer buffer) const {
+    if (lanes.regions != kUnregistered) return registered_[lanes.regions].of(buffer);
+    const size_t extent = isUserBuffer(buffer) ? (*buffers_.user)[userBufferIndex(buffer)].bytes
+                                               : schedule_.reach[static_cast<int>(buffer)];
+    return transport::Region{base(buffer), extent, 0};
   }
 
   bool ready(int index) const {
@@ -356,8 +369,7 @@ class Run {
     const Step& step = schedule_.steps[lane.active];
     if (isSend) {
       if (step.message != 0 || perMessageCounts_) lanes.connection->setSendTag(messageTag(step));
-      const transport::Region& region = registered_[lanes.regions].of(step.src.buffer);
-      lanes.connection->postSend(region, step.src.offset, step.src.bytes);
+      lanes.connection->postSend(sendRegion(lanes, step.src.buffer), step.src.offset, step.src.bytes);
     } else {
       if (step.message != 0 || perMessageCounts_) lanes.connection->setRecvTag(messageTag(step));
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;

@@ -197,6 +197,10 @@ class Transport {
   // Memory this transport's connections may send from (see Region).
   virtual Region registerRegion(void* base, size_t bytes) { return Region{static_cast<char*>(base), bytes, 0}; }
   virtual void deregisterRegion(const Region& /*region*/) {}
+  // False for transports whose registerRegion is the plain {base, bytes} above (shm, sockets):
+  // the executor then describes a call's buffers itself and skips the register/deregister
+  // round per call, which a small exchange would otherwise pay on every message.
+  virtual bool registersMemory() const { return false; }
   // After a failed call (the communicator is unusable): tells every peer why where a message
   // boundary allows, so that it fails at once with the same code and reason instead of
   // waiting for its timeout, and stops every connection. This is how a failure reaches ranks on

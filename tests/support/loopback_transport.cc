@@ -70,6 +70,7 @@ class LoopbackConnection final : public Connection {
   // Handed over at once: the bytes are copied into the peer's queue.
   void postSend(const Region& region, size_t offset, size_t bytes) override {
     if (bytes == 0 || offset + bytes > region.bytes) throwUsage("loopback: postSend outside its region");
+    checkRegistered(region);
     Channel::Message message{std::vector<char>(region.base + offset, region.base + offset + bytes), sendTag_.sequence,
                              sendTag_.call};
     {
@@ -127,6 +128,8 @@ class LoopbackConnection final : public Connection {
   }
 
  private:
+  void checkRegistered(const Region& region) const;
+
   Transport& owner_;
   int rank_;
   int peer_;
@@ -159,9 +162,35 @@ class LoopbackTransport final : public Transport {
     for (auto& [peer, connection] : connections_) connection->fail(code, reason);
   }
 
+  // Like a verbs memory region: a key per registration, which a send must present.
+  bool registersMemory() const override { return true; }
+  Region registerRegion(void* base, size_t bytes) override {
+    const uint64_t key = nextKey_++;
+    live_[key] = Region{static_cast<char*>(base), bytes, key};
+    ++loopbackCounters().registrations;
+    ++loopbackCounters().liveRegistrations;
+    return live_[key];
+  }
+  void deregisterRegion(const Region& region) override {
+    if (live_.erase(region.key) != 1) throwInternal("loopback: deregistering a region that is not registered");
+    --loopbackCounters().liveRegistrations;
+  }
+  bool isRegistered(const Region& region) const {
+    auto found = live_.find(region.key);
+    return found != live_.end() && found->second.base == region.base && found->second.bytes == region.bytes;
+  }
+
  private:
   std::map<int, std::unique_ptr<LoopbackConnection>> connections_;
+  std::map<uint64_t, Region> live_;  // used by the rank's own thread only
+  uint64_t nextKey_ = 1;
 };
+
+void LoopbackConnection::checkRegistered(const Region& region) const {
+  if (!static_cast<const LoopbackTransport&>(owner_).isRegistered(region)) {
+    throwInternal("loopback: postSend from a region this transport did not register (or deregistered)");
+  }
+}
 
 }  // namespace
 

@@ -25,6 +25,10 @@ struct LoopbackCounters {
   uint64_t bytesSent = 0;
   uint64_t bytesReceived = 0;
   uint64_t messagesSent = 0;
+  // The loopback registers memory as an RDMA transport must (Transport::registersMemory), so
+  // the executor's registration path runs in tests: regions registered, and those still live.
+  uint64_t registrations = 0;
+  int64_t liveRegistrations = 0;
 };
 // This thread's counts since the last reset.
 LoopbackCounters& loopbackCounters();

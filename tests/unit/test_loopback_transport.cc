@@ -49,6 +49,9 @@ void runRank(int rank, int n, const loomUniqueId& id, const std::vector<Case>& c
     // Every rank of a ring or chain sends, but a chain's far end (broadcast) or its root
     // (reduce) only receives: what must hold is that this rank's part moved over the loopback.
     if (c.count > 0 && counters.bytesSent + counters.bytesReceived == 0) problem += " the loopback moved nothing;";
+    // A sending call registered its buffers with the transport and released them all after.
+    if (counters.bytesSent > 0 && counters.registrations == 0) problem += " sent without registering memory;";
+    if (counters.liveRegistrations != 0) problem += " left registrations behind;";
     if (!problem.empty()) report.failures += "\n  " + c.name() + ":" + problem;
   }
   if (loomCommDestroy(comm) != loomSuccess) report.failures += std::string("\n  destroy: ") + loomGetLastError(nullptr);
