@@ -20,6 +20,7 @@
 
 #include "algorithms/call_spec.h"
 #include "algorithms/schedule.h"
+#include "base/function_ref.h"
 #include "loom.h"
 #include "transport/transport.h"
 
@@ -50,8 +51,9 @@ struct ExecutionContext {
   // the ring than the dead one's neighbours would otherwise wait for its timeout.
   const std::vector<pid_t>* peerPids = nullptr;
   // Names the call in errors ("allreduce #12 (1024 x float32, ...)"); called only on the way to
-  // an error or a trace line, so the common path builds no string.
-  std::function<std::string()> operation;
+  // an error or a trace line, so the common path builds no string. It refers to a callable of
+  // the caller's, which outlives the execution.
+  FunctionRef<std::string()> operation;
   bool checkCalls = true;  // LOOM_CHECK >= 1: messages carry the call's tag (CallSpec::descriptor)
   // Large messages: received pieces are written with non-temporal stores (src/kernels/host/stream_copy.h)
   // so a copy does not first read every output line it overwrites.

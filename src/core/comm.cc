@@ -227,13 +227,14 @@ void Communicator::executeCall(const algo::CallSpec& call) {
   if (schedule.scratchBytes > 0) buffers.scratch = schedules_.scratch(schedule.scratchBytes, rank_);
 
   algo::ExecutionContext context;
-  fillContext(context, [this, &call] { return describeCall(call); }, call.messageBytes(nranks_));
+  const auto describe = [this, &call] { return describeCall(call); };  // outlives the execution
+  fillContext(context, describe, call.messageBytes(nranks_));
   LOOM_TRACE(COLL, "%s op %s root %d: %zu steps", context.operation().c_str(), opName(call.op), call.root,
              schedule.steps.size());
   algo::execute(call, schedule, buffers, context);
 }
 
-void Communicator::fillContext(algo::ExecutionContext& context, std::function<std::string()> operation,
+void Communicator::fillContext(algo::ExecutionContext& context, FunctionRef<std::string()> operation,
                                size_t messageBytes) const {
   context.rank = rank_;
   context.nranks = nranks_;
@@ -241,7 +242,7 @@ void Communicator::fillContext(algo::ExecutionContext& context, std::function<st
   context.timeoutMs = settings_.timeoutMs;
   context.abortFlag = errors_.callStopFlag();
   context.peerPids = &links_->peerPids();
-  context.operation = std::move(operation);
+  context.operation = operation;
   context.checkCalls = settings_.checkLevel >= 1;
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;
   context.streamReductions = messageBytes >= settings_.streamReduceBytes;

@@ -21,6 +21,7 @@
 
 #include "algorithms/call_spec.h"
 #include "base/bootstrap.h"
+#include "base/function_ref.h"
 #include "core/call_order.h"
 #include "core/connector.h"
 #include "core/error_state.h"
@@ -113,7 +114,7 @@ class Communicator {
   void refuseIfFailed() const;
   [[noreturn]] void recordFailure();  // inside a catch block: tell the peers, record, rethrow
   // What the executor needs of this communicator to run one schedule.
-  void fillContext(algo::ExecutionContext& context, std::function<std::string()> operation, size_t messageBytes) const;
+  void fillContext(algo::ExecutionContext& context, FunctionRef<std::string()> operation, size_t messageBytes) const;
   void execute(const algo::CallSpec& call);  // call.sequence is set
   void executeCall(const algo::CallSpec& call);  // a PreMulSum call already premultiplied
   std::string describeCall(const algo::CallSpec& call) const;
