@@ -9,6 +9,7 @@
 #include "api/api_internal.h"
 #include "api/handle_table.h"
 #include "api/red_op_table.h"
+#include "base/per_thread.h"
 
 namespace loom::api {
 
@@ -97,8 +98,33 @@ CommEntry checkedCommEntry(loomComm_t comm, const char* what) {
   return entry;
 }
 
+namespace {
+
+// The communicator this thread looked up last, while no handle has been removed since: a
+// thread issuing call after call on one communicator (a send/recv loop) then finds it without
+// the table's lock. A weak reference: the cache never keeps a destroyed communicator alive.
+struct LastComm {
+  uintptr_t handle = 0;
+  uint64_t removals = 0;
+  std::weak_ptr<Communicator> impl;
+  pid_t creator = 0;
+};
+
+}  // namespace
+
 std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
   if (comm == nullptr) throwArgument(std::string(what) + " is NULL");
+  LastComm& last = PerThread<LastComm>::get();
+  const auto handle = reinterpret_cast<uintptr_t>(comm);
+  if (handle == last.handle && comms().removals() == last.removals) {
+    // Live when looked up and not removed since. A destroy racing this call is ordered after
+    // it, exactly as if the lookup had taken the lock first.
+    if (std::shared_ptr<Communicator> impl = last.impl.lock()) {
+      checkProcess(last.creator, what);
+      return impl;
+    }
+  }
+  const uint64_t removalsBefore = comms().removals();
   std::shared_ptr<Communicator> impl;
   std::shared_ptr<PendingInit> init;
   pid_t creator = 0;
@@ -120,6 +146,12 @@ std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
     }
     if (state != loomSuccess) throw Error(state, std::string(what) + " failed to initialise: " + message);
   }
+  // Remembered only when ready (a finished init stays finished) and valid for this process.
+  // removalsBefore was read before the lookup: a removal in between makes the entry stale at once.
+  last.handle = handle;
+  last.removals = removalsBefore;
+  last.impl = impl;
+  last.creator = creator;
   return impl;
 }
 

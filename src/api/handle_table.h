@@ -10,6 +10,7 @@
 // stream handle passed as a communicator is unknown too. 2^24 slots, 2^32 generations per slot.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -62,8 +63,14 @@ class HandleTable {
     ++slot->generation;  // the old number never names this slot again (until 2^32 reuses)
     if (slot->generation == 0) slot->generation = 1;
     free_.push_back(static_cast<uint32_t>(slot - slots_.data()));
+    removals_.fetch_add(1, std::memory_order_release);
     return entry;
   }
+
+  // Counts removals. A thread that found a handle live may trust that finding, without the
+  // lock, for as long as this number has not moved (api_handles.cc keeps such a finding per
+  // thread for the communicator it used last): only a removal ends a handle's life.
+  uint64_t removals() const { return removals_.load(std::memory_order_acquire); }
 
  private:
   static constexpr size_t kMaxSlots = size_t{1} << 24;
@@ -90,6 +97,7 @@ class HandleTable {
   }
 
   const uint8_t tag_;
+  std::atomic<uint64_t> removals_{0};
   mutable std::mutex mutex_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
