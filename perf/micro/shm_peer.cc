@@ -48,7 +48,10 @@ void ShmEndpoint::progressUntil(Done done) {
   const std::vector<const transport::Connection*> waiting{connection_};
   while (true) {
     const bool moved = connection_->progress();
-    if (done()) return;
+    if (done()) {
+      connection_->flushWakeup();  // the peer may sleep waiting for what just moved
+      return;
+    }
     if (moved) {
       backoff.reset();
       lastProgress_ = Clock::now();
@@ -59,6 +62,7 @@ void ShmEndpoint::progressUntil(Done done) {
       cpuPause();
       continue;
     }
+    connection_->flushWakeup();  // before yield or sleep
     if (Clock::now() - lastProgress_ > kStallLimit) {
       throwRemote("shm peer made no progress for " + std::to_string(std::chrono::seconds(kStallLimit).count()) +
                   " s");

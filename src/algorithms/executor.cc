@@ -181,6 +181,10 @@ struct Registration {
 // passes, then sleep from 50 us, doubling every 8 passes, up to 10 ms between deadline checks.
 constexpr BackoffPolicy kExecutorBackoff{63, 128, 50, 8, 8, 10000};
 
+// Idle spin rounds after which the executor wakes peers about what it moved (about 1 us: long
+// after the pushed lines left, long before a sleeping peer would notice on its own).
+constexpr int kFlushAfterIdleRounds = 16;
+
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
 constexpr int kOtherDeathGraceMs = 1000;
 
@@ -227,6 +231,7 @@ class Run {
   }
 
   ~Run() {
+    flushWakeups();  // a peer asleep waiting for what this call sent learns of it now
     for (size_t i = 0; i < registrations_; ++i) {
       Registration& registration = registered_[i];
       for (const transport::Region& region : registration.buffers) {
@@ -541,13 +546,18 @@ class Run {
   void backOff() {
     switch (backoff_.next()) {
       case Backoff::Phase::Spin:
+        // A short wait ends with data (whose progress call rings) before this; a longer one
+        // must not leave a sleeping peer unwoken (Connection::flushWakeup).
+        if (backoff_.rounds() == kFlushAfterIdleRounds) flushWakeups();
         cpuPause();
         return;
       case Backoff::Phase::Yield:
+        flushWakeups();
         checkDeadline(backoff_.justStoppedSpinning());
         sched_yield();
         return;
       case Backoff::Phase::Sleep:
+        flushWakeups();
         checkDeadline(false);
         waiting_.clear();
         for (const auto& [peer, lanes] : lanes_) {
@@ -556,6 +566,10 @@ class Run {
         waits_.sleep(waiting_, backoff_.sleepUs());
         return;
     }
+  }
+
+  void flushWakeups() {
+    for (auto& [peer, lanes] : lanes_) lanes.connection->flushWakeup();
   }
 
   const CallSpec& call_;

@@ -43,6 +43,8 @@ class Backoff {
   }
   // The round just returned was the first to yield (the wait has become a real one).
   bool justStoppedSpinning() const { return rounds_ == policy_.spinRounds + 1; }
+  // Rounds waited since the last reset, this one included.
+  int rounds() const { return rounds_; }
   // How long a Sleep round sleeps.
   int sleepUs() const {
     const int slept = rounds_ - policy_.spinRounds - policy_.yieldRounds - 1;

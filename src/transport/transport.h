@@ -145,6 +145,13 @@ class Connection {
   // Moves posted operations forward without blocking; true if any byte moved. Throws
   // loom::Error (loomRemoteError / loomSystemError) when the peer is gone or the wire is bad.
   virtual bool progress() = 0;
+  // progress() may leave waking a sleeping peer about what it moved to a later call (shared
+  // memory: the fence a wake-up needs, right after a push, would stall until the pushed line
+  // has left for the peer, on the path of every small message). The caller of progress() calls
+  // this soon after it stops moving anything, before it yields or sleeps, and when it is done
+  // with the connection for now (the executor: after 16 idle rounds, at yield and sleep, at the
+  // end of a call). Cheap when there is nothing to wake.
+  virtual void flushWakeup() {}
   // A send is done once its bytes are handed to the transport (the buffer may be reused),
   // not necessarily received.
   virtual bool sendDone() const = 0;

@@ -120,12 +120,16 @@ void driveUntilDone(const std::vector<Connection*>& connections) {
       moved |= connection->progress();
       done = done && connection->sendDone() && connection->recvDone();
     }
-    if (done) return;
+    if (done) {
+      for (Connection* connection : connections) connection->flushWakeup();
+      return;
+    }
     if (moved) {
       idle = 0;
       continue;
     }
     if (++idle < 32) continue;
+    for (Connection* connection : connections) connection->flushWakeup();  // before yield or sleep
     if (idle < 64) {
       sched_yield();
     } else {
