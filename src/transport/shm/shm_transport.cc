@@ -372,6 +372,8 @@ int fifoDescriptor(const ShmSegment& ownerBell, int owner, int rank) {
 std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap,
                                                  const std::vector<int>& peers,
                                                  const ShmOptions& options) {
+  // Before any peer can reach our doorbell: rings skip their fence from here on (doorbell.h).
+  enableAsymmetricDoorbells();
   const int rank = bootstrap.rank();
   const std::string& prefix = options.namePrefix;
   std::exception_ptr failure;
