@@ -306,7 +306,8 @@ class Run {
     lanes.connection = connections[peer];
     transport::Transport& transport = lanes.connection->transport();
     lanes.regions = transport.registersMemory() ? registrationFor(transport) : kUnregistered;
-    lanes.connection->setCallTag(tag_);  // before this call's first message
+    // Before this call's first message. A point-to-point batch tags each message as it posts it.
+    if (call_.sequence != transport::kPointToPointTag) lanes.connection->setCallTag(tag_);
     return lanes;
   }
 

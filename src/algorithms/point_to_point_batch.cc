@@ -4,6 +4,8 @@
 // every rank sends to all others before receiving complete instead of deadlock. A send to
 // this rank itself meets this rank's receive from itself of the same rank, k-th with k-th, as
 // a local copy. Operations of zero bytes are no steps at all (on both sides).
+#include <algorithm>
+
 #include "algorithms/schedule.h"
 #include "base/error.h"
 
@@ -18,6 +20,10 @@ struct SelfMessages {
 // The batch's sends to and receives from this rank itself, checked to pair up one to one.
 SelfMessages selfMessages(int rank, const std::vector<PeerOperation>& operations) {
   SelfMessages self;
+  // The usual batch has none: no lists to fill.
+  if (std::none_of(operations.begin(), operations.end(), [rank](const PeerOperation& op) { return op.peer == rank; })) {
+    return self;
+  }
   for (size_t k = 0; k < operations.size(); ++k) {
     if (operations[k].bytes > 0 && operations[k].peer == rank) (operations[k].send ? self.sends : self.recvs).push_back(k);
   }

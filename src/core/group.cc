@@ -15,8 +15,9 @@ namespace loom::group {
 
 namespace {
 
-struct Queued {
-  algo::CallSpec call;
+// Where a queued call goes. Kept apart from the calls themselves, so that a group of sends and
+// receives hands its calls to Communicator::runPeerOps as they are, without a copy.
+struct Target {
   std::shared_ptr<Communicator> comm;
   std::shared_ptr<Stream> stream;  // null: the NULL stream
 };
@@ -65,7 +66,8 @@ class IssueSteps {
 [[gnu::tls_model("initial-exec")]] thread_local int groupDepth = 0;
 
 struct GroupState {
-  std::vector<Queued> queued;
+  std::vector<algo::CallSpec> calls;  // queued, in issue order
+  std::vector<Target> targets;        // calls[i] goes to targets[i]
   std::vector<algo::CallSpec> peerOps;   // endOnOneTarget's, kept: no allocation per exchange
   std::vector<algo::CallSpec> lone{1};   // a lone send or receive, as a batch of one
   loomResult_t failure = loomSuccess;
@@ -102,7 +104,9 @@ void checkSelfMessages(const Communicator& comm, const std::vector<algo::CallSpe
 
 void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::shared_ptr<Stream> stream) {
   if (active()) {
-    groupState().queued.push_back(Queued{call, std::move(comm), std::move(stream)});
+    GroupState& state = groupState();
+    state.calls.push_back(call);
+    state.targets.push_back(Target{std::move(comm), std::move(stream)});
     return;
   }
   const bool peerOp = algo::isPointToPoint(call.collective);
@@ -143,46 +147,47 @@ namespace {
 // The common group, every call on one communicator and one stream (a rank's sends and
 // receives of one exchange): the same order as the general case below, one batch, no maps.
 // Returns false, having done nothing, when the group is not of that shape.
-bool endOnOneTarget(std::vector<Queued>& calls) {
+bool endOnOneTarget(const std::vector<algo::CallSpec>& calls, std::vector<Target>& targets) {
   if (calls.empty()) return true;
-  Communicator* comm = calls.front().comm.get();
-  Stream* stream = calls.front().stream.get();
+  Communicator* comm = targets.front().comm.get();
+  Stream* stream = targets.front().stream.get();
   size_t peerCount = 0;
-  for (const Queued& queued : calls) {
-    if (queued.comm.get() != comm || queued.stream.get() != stream) return false;
-    peerCount += algo::isPointToPoint(queued.call.collective) ? 1 : 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (targets[i].comm.get() != comm || targets[i].stream.get() != stream) return false;
+    peerCount += algo::isPointToPoint(calls[i].collective) ? 1 : 0;
   }
-  // Kept per thread: an exchange repeated in a loop allocates nothing here.
-  std::vector<algo::CallSpec>& peerOps = groupState().peerOps;
-  peerOps.clear();
-  for (const Queued& queued : calls) {
-    if (algo::isPointToPoint(queued.call.collective)) peerOps.push_back(queued.call);
-  }
-  if (!peerOps.empty()) checkSelfMessages(*comm, peerOps);
   if (stream == nullptr && peerCount == calls.size()) {
     // Sends and receives only, completed here: one ticket, one unit, as a lone send is.
+    checkSelfMessages(*comm, calls);
     uint64_t ticket;
     {
       const IssueStep step(*comm);
       ticket = comm->takeTicket();
     }
-    comm->runPeerOps(peerOps, ticket);
+    comm->runPeerOps(calls, ticket);
     return true;
   }
+  // Kept per thread: an exchange repeated in a loop allocates nothing here.
+  std::vector<algo::CallSpec>& peerOps = groupState().peerOps;
+  peerOps.clear();
+  for (const algo::CallSpec& call : calls) {
+    if (algo::isPointToPoint(call.collective)) peerOps.push_back(call);
+  }
+  if (!peerOps.empty()) checkSelfMessages(*comm, peerOps);
   CallBatch batch;
-  batch.comm = calls.front().comm;
+  batch.comm = targets.front().comm;
   batch.calls.reserve(calls.size() - peerCount + (peerCount > 0 ? 1 : 0));
   std::vector<CallBatch> item;  // a stream's queue entry; built before the turns are taken
   if (stream != nullptr) item.reserve(1);
   {
     const IssueStep step(*comm);
-    for (const Queued& queued : calls) {
-      if (!algo::isPointToPoint(queued.call.collective)) batch.calls.emplace_back(queued.call, comm->takeTicket());
+    for (const algo::CallSpec& call : calls) {
+      if (!algo::isPointToPoint(call.collective)) batch.calls.emplace_back(call, comm->takeTicket());
     }
     if (!peerOps.empty()) batch.calls.emplace_back(std::move(peerOps), comm->takeTicket());
     if (stream != nullptr) {
       item.push_back(std::move(batch));
-      calls.front().stream->enqueue(std::move(item));
+      targets.front().stream->enqueue(std::move(item));
       return true;
     }
   }
@@ -197,62 +202,68 @@ void end() {
   if (--groupDepth > 0) return;
   // Used in place and cleared on the way out, whatever happens: the queue keeps its memory
   // for the next group.
-  std::vector<Queued>& calls = groupState().queued;
+  GroupState& state = groupState();
+  std::vector<algo::CallSpec>& calls = state.calls;
+  std::vector<Target>& targets = state.targets;
   struct ClearOnExit {
-    std::vector<Queued>& calls;
-    ~ClearOnExit() { calls.clear(); }
-  } clearOnExit{calls};
-  const loomResult_t failure = groupState().failure;
-  const std::string failureMessage = std::move(groupState().failureMessage);
-  groupState().failure = loomSuccess;
-  groupState().failureMessage.clear();
-  if (failure != loomSuccess) {
+    GroupState& state;
+    ~ClearOnExit() {
+      state.calls.clear();
+      state.targets.clear();
+    }
+  } clearOnExit{state};
+  if (state.failure != loomSuccess) {
+    const loomResult_t failure = state.failure;
+    const std::string failureMessage = std::move(state.failureMessage);
+    state.failure = loomSuccess;
+    state.failureMessage.clear();
     throw Error(failure, "a call in the group failed, so none of its " + std::to_string(calls.size()) +
                              " queued calls ran: " + failureMessage);
   }
 
-  if (endOnOneTarget(calls)) return;
+  if (endOnOneTarget(calls, targets)) return;
 
   // Each communicator's sends and receives run as one unit, after its collectives (the same
   // place on every rank, so no mix of the two can deadlock), on the one stream they share.
   std::map<Communicator*, std::vector<algo::CallSpec>> peerOps;
   std::map<Communicator*, Stream*> peerStream;
-  for (const Queued& queued : calls) {
-    if (!algo::isPointToPoint(queued.call.collective)) continue;
-    Communicator* comm = queued.comm.get();
-    auto [place, first] = peerStream.emplace(comm, queued.stream.get());
-    if (!first && place->second != queued.stream.get()) {
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (!algo::isPointToPoint(calls[i].collective)) continue;
+    Communicator* comm = targets[i].comm.get();
+    auto [place, first] = peerStream.emplace(comm, targets[i].stream.get());
+    if (!first && place->second != targets[i].stream.get()) {
       throwUsage("rank " + std::to_string(comm->rank()) + ": a group's sends and receives on communicator " +
                  comm->name() + " use more than one stream; they run as one unit, so give them one stream");
     }
-    peerOps[comm].push_back(queued.call);
+    peerOps[comm].push_back(calls[i]);
   }
   for (const auto& [comm, ops] : peerOps) checkSelfMessages(*comm, ops);
 
   // Every communicator's issuing step is held while the tickets are taken and the stream items
   // queued, so each stream's order is its communicators' turn order.
   std::map<Communicator*, bool> involved;
-  for (const Queued& queued : calls) involved[queued.comm.get()] = true;
+  for (const Target& target : targets) involved[target.comm.get()] = true;
   IssueSteps steps;
   for (auto& [comm, unused] : involved) steps.enter(*comm);
 
   // Tickets in issue order, then per stream (NULL included) one batch per communicator.
   std::map<Stream*, std::map<Communicator*, CallBatch>> perStream;
   std::map<Stream*, std::shared_ptr<Stream>> streams;
-  std::map<Communicator*, Queued*> lastPeerOp;
-  for (Queued& queued : calls) {
-    if (queued.stream) streams[queued.stream.get()] = queued.stream;
-    if (algo::isPointToPoint(queued.call.collective)) {
-      lastPeerOp[queued.comm.get()] = &queued;
+  std::map<Communicator*, Target*> lastPeerOp;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Target& target = targets[i];
+    if (target.stream) streams[target.stream.get()] = target.stream;
+    if (algo::isPointToPoint(calls[i].collective)) {
+      lastPeerOp[target.comm.get()] = &target;
       continue;
     }
-    CallBatch& batch = perStream[queued.stream.get()][queued.comm.get()];
-    batch.comm = queued.comm;
-    batch.calls.emplace_back(queued.call, queued.comm->takeTicket());
+    CallBatch& batch = perStream[target.stream.get()][target.comm.get()];
+    batch.comm = target.comm;
+    batch.calls.emplace_back(calls[i], target.comm->takeTicket());
   }
-  for (auto& [comm, queued] : lastPeerOp) {
-    CallBatch& batch = perStream[queued->stream.get()][comm];
-    batch.comm = queued->comm;
+  for (auto& [comm, target] : lastPeerOp) {
+    CallBatch& batch = perStream[target->stream.get()][comm];
+    batch.comm = target->comm;
     batch.calls.emplace_back(std::move(peerOps[comm]), comm->takeTicket());
   }
   auto batchesOf = [](std::map<Communicator*, CallBatch>& byComm) {
