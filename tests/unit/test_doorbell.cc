@@ -48,28 +48,21 @@ int playSide(Shared& shared, int me) {
   Doorbell peerBell(&shared.bells[peer]);
   uint64_t random = 12345 + static_cast<uint64_t>(me);
   int lost = 0;
-  for (uint32_t round = 1; round <= kRounds; ++round) {
-    // Side 0 leads each round, side 1 answers it.
-    if (me == 1) {
-      const auto arrived = [&] { return shared.words[peer].load(std::memory_order_acquire) >= round; };
-      jitter(random);
-      while (!arrived()) {
-        const auto start = Clock::now();
-        own.sleepUnlessReady(arrived, kSleepTimeoutUs);
-        if (!arrived() && Clock::now() - start > kLostWakeup) ++lost;
-      }
+  // Sleeps until the peer has published `round`; a sleep as long as its timeout was a lost ring.
+  const auto awaitPeer = [&](uint32_t round) {
+    const auto arrived = [&] { return shared.words[peer].load(std::memory_order_acquire) >= round; };
+    jitter(random);
+    while (!arrived()) {
+      const auto start = Clock::now();
+      own.sleepUnlessReady(arrived, kSleepTimeoutUs);
+      if (Clock::now() - start > kLostWakeup) ++lost;
     }
+  };
+  for (uint32_t round = 1; round <= kRounds; ++round) {
+    if (me == 1) awaitPeer(round);  // side 0 leads each round, side 1 answers it
     shared.words[me].store(round, std::memory_order_release);
     peerBell.ring();
-    if (me == 0) {
-      const auto answered = [&] { return shared.words[peer].load(std::memory_order_acquire) >= round; };
-      jitter(random);
-      while (!answered()) {
-        const auto start = Clock::now();
-        own.sleepUnlessReady(answered, kSleepTimeoutUs);
-        if (Clock::now() - start > kLostWakeup) ++lost;
-      }
-    }
+    if (me == 0) awaitPeer(round);
   }
   return lost;
 }
