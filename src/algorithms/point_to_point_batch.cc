@@ -57,6 +57,27 @@ Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operation
   return schedule;
 }
 
+bool samePointToPointShape(const std::vector<PeerOperation>& built, const std::vector<PeerOperation>& operations) {
+  if (built.size() != operations.size()) return false;
+  for (size_t k = 0; k < built.size(); ++k) {
+    if (built[k].send != operations[k].send || built[k].peer != operations[k].peer ||
+        built[k].bytes != operations[k].bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The builder below makes one Send or Recv step per operation that moves bytes to another
+// rank, in operation order, before any local copy: step s is the s-th such operation.
+void renumberPointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule) {
+  size_t step = 0;
+  for (const PeerOperation& operation : operations) {
+    if (operation.bytes == 0 || operation.peer == rank) continue;
+    schedule.steps[step++].message = operation.message;
+  }
+}
+
 void pointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule) {
   const SelfMessages self = selfMessages(rank, operations);
   schedule.steps.clear();

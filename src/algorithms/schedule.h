@@ -126,6 +126,13 @@ Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operation
 // The same into `schedule`, whose memory is reused (a rank exchanging small messages in a loop
 // allocates nothing per exchange).
 void pointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule);
+// Whether `schedule`, built by pointToPointBatch for `rank` and `built`, serves `operations` too:
+// the same directions, peers and sizes in the same order (message numbers may differ). The
+// schedule is a function of exactly those, so a rank repeating an exchange reuses it.
+bool samePointToPointShape(const std::vector<PeerOperation>& built, const std::vector<PeerOperation>& operations);
+// Gives a batch schedule of the same shape `operations`' message numbers (the only field of a
+// step that changes between repetitions of an exchange).
+void renumberPointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule);
 // Only the check of the batch's messages to itself (before it takes a turn).
 void checkSelfMessages(int rank, const std::vector<PeerOperation>& operations);
 

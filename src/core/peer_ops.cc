@@ -25,11 +25,15 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   refuseIfFailed();
   ErrorState::Running running(errors_);
 
-  // Kept per thread, like the executor's storage: a small exchange allocates nothing here.
+  // Kept per thread, like the executor's storage: a small exchange allocates nothing here. The
+  // schedule depends only on the rank and the operations' directions, peers and sizes, so an
+  // exchange repeated in a loop keeps it and only renumbers its messages.
   struct Kept {
     std::vector<algo::PeerOperation> operations;
     std::vector<algo::UserBuffer> buffers;
     algo::Schedule schedule;
+    std::vector<algo::PeerOperation> plannedFor;  // the operations `schedule` was built from
+    int plannedRank = -1;                         // ... on this rank; -1: no schedule kept
   };
   Kept& kept = PerThread<Kept>::get();
   std::vector<algo::PeerOperation>& operations = kept.operations;
@@ -61,7 +65,14 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   };
 
   try {
-    algo::pointToPointBatch(rank_, operations, schedule);
+    if (kept.plannedRank == rank_ && algo::samePointToPointShape(kept.plannedFor, operations)) {
+      algo::renumberPointToPointBatch(rank_, operations, schedule);
+    } else {
+      kept.plannedRank = -1;  // until the new schedule is whole (building it may throw)
+      algo::pointToPointBatch(rank_, operations, schedule);
+      kept.plannedFor = operations;
+      kept.plannedRank = rank_;
+    }
     // The batch as one call for the executor: bytes, so each message's tag counts bytes.
     algo::CallSpec batch;
     batch.collective = algo::Collective::Send;

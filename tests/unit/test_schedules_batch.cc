@@ -75,6 +75,53 @@ TEST(PeerBatches, ReceivingFirstOnBothSidesCompletes) {
   EXPECT_EQ(proveBatch(batch), "");
 }
 
+// Every field of every step, as text: two schedules are the same plan when these are equal.
+std::string describeSteps(const Schedule& schedule) {
+  std::string text;
+  auto range = [](const Range& r) {
+    return std::to_string(static_cast<int>(r.buffer)) + ":" + std::to_string(r.offset) + "+" + std::to_string(r.bytes);
+  };
+  for (const Step& step : schedule.steps) {
+    text += std::to_string(static_cast<int>(step.kind)) + " peer " + std::to_string(step.peer) + " dst " +
+            range(step.dst) + " src " + range(step.src) + " after " + std::to_string(step.dependsOn) + "," +
+            std::to_string(step.alsoDependsOn) + " message " + std::to_string(step.message) + "\n";
+  }
+  return text + "reach " + std::to_string(schedule.reach[0]) + "," + std::to_string(schedule.reach[1]) + "," +
+         std::to_string(schedule.reach[2]);
+}
+
+// A rank repeating an exchange keeps its schedule and only renumbers it (core/peer_ops.cc):
+// that must give exactly the schedule a fresh build gives, with self copies and zero-byte
+// operations in the batch; and any change of direction, peer, size or length is a new shape.
+TEST(PeerBatches, ARenumberedScheduleIsTheFreshBuild) {
+  const int rank = 1;
+  std::vector<PeerOperation> first = {
+      PeerOperation{true, 2, 8, 1},  PeerOperation{false, 0, 8, 1}, PeerOperation{true, 1, 4, 0},
+      PeerOperation{true, 3, 0, 0},  PeerOperation{false, 1, 4, 0}, PeerOperation{true, 2, 100, 2},
+      PeerOperation{false, 3, 7, 1}, PeerOperation{false, 0, 1, 2}};
+  std::vector<PeerOperation> again = first;
+  for (PeerOperation& operation : again) {
+    if (operation.bytes > 0 && operation.peer != rank) operation.message += 40;  // a later repetition
+  }
+  Schedule kept = pointToPointBatch(rank, first);
+  ASSERT_TRUE(samePointToPointShape(first, again));
+  renumberPointToPointBatch(rank, again, kept);
+  EXPECT_EQ(describeSteps(kept), describeSteps(pointToPointBatch(rank, again)));
+  EXPECT_NE(describeSteps(kept), describeSteps(pointToPointBatch(rank, first)));  // the numbers did change
+
+  auto changed = [&](auto edit) {
+    std::vector<PeerOperation> other = first;
+    edit(other);
+    return !samePointToPointShape(first, other);
+  };
+  EXPECT_TRUE(changed([](auto& ops) { ops[0].send = false; }));
+  EXPECT_TRUE(changed([](auto& ops) { ops[1].peer = 3; }));
+  EXPECT_TRUE(changed([](auto& ops) { ops[3].bytes = 1; }));  // a zero-byte operation starts moving bytes
+  EXPECT_TRUE(changed([](auto& ops) { ops.pop_back(); }));
+  EXPECT_TRUE(changed([](auto& ops) { std::swap(ops[0], ops[5]); }));  // same sizes in another order
+  EXPECT_FALSE(changed([](auto& ops) { ops[0].message = 99; }));
+}
+
 TEST(PeerBatches, SelfSendsAreLocalCopiesMatchedInOrder) {
   BatchProgram batch(1);
   batch[0] = {PeerOperation{true, 0, 1, 0}, PeerOperation{false, 0, 1, 0}, PeerOperation{true, 0, 5, 0},
