@@ -33,9 +33,10 @@ struct Registration {
   }
 };
 
-// Spin (ExecutionContext::spinPasses; each pass also polls every busy connection), yield 128
-// passes, then sleep from 50 us, doubling every 8 passes, up to 10 ms between deadline checks.
-constexpr BackoffPolicy kExecutorBackoff{63, 128, 50, 8, 8, 10000};
+// Spin `spinPasses` passes (ExecutionContext::spinPasses; each pass also polls every busy
+// connection), yield 128 passes, then sleep from 50 us, doubling every 8 passes, up to 10 ms
+// between deadline checks.
+constexpr BackoffPolicy executorBackoff(int spinPasses) { return BackoffPolicy{spinPasses, 128, 50, 8, 8, 10000}; }
 
 // Idle spin rounds after which the executor wakes peers about what it moved (about 1 us: long
 // after the pushed lines left, long before a sleeping peer would notice on its own).
@@ -446,9 +447,7 @@ class Run {
   const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
   transport::WaitSet& waits_;
   std::vector<const transport::Connection*>& waiting_;  // kept: no allocation per sleep
-  Backoff backoff_{BackoffPolicy{context_.spinPasses, kExecutorBackoff.yieldRounds, kExecutorBackoff.firstSleepUs,
-                                 kExecutorBackoff.roundsPerDoubling, kExecutorBackoff.maxDoublings,
-                                 kExecutorBackoff.maxSleepUs}};
+  Backoff backoff_{executorBackoff(context_.spinPasses)};
   Clock::time_point idleSince_;
   Clock::time_point nextLivenessCheck_;
 };

@@ -194,8 +194,8 @@ void Communicator::execute(const algo::CallSpec& issued) {
 
 void Communicator::executeCall(const algo::CallSpec& call) {
   if (algo::DirectEngine* direct = links_->direct()) {
-    // Captures two references: std::function keeps it inline, no allocation per call.
-    const algo::DirectEngine::Describe describe = [this, &call] { return describeCall(call); };
+    const auto describeThisCall = [this, &call] { return describeCall(call); };  // outlives the call
+    const algo::DirectEngine::Describe describe = describeThisCall;
     if (direct->handles(call)) {
       direct->run(call, describe);
       return;

@@ -22,6 +22,7 @@
 
 #include "algorithms/call_spec.h"
 #include "base/bootstrap.h"
+#include "base/function_ref.h"
 
 namespace loom::algo {
 
@@ -39,8 +40,9 @@ struct DirectSettings {
 
 class DirectEngine {
  public:
-  // Names the call in error messages; called only when an error is raised.
-  using Describe = std::function<std::string()>;
+  // Names the call in error messages; called only when an error is raised. A reference to the
+  // caller's callable (base/function_ref.h): built on every call, so it must cost nothing.
+  using Describe = FunctionRef<std::string()>;
 
   virtual ~DirectEngine() = default;
   // True when run() takes this call; otherwise a schedule runs it after postOnly().

@@ -14,10 +14,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
+#include <string>
 #include <vector>
 
 #include "algorithms/peer_liveness.h"
+#include "base/function_ref.h"
 #include "transport/shm/doorbell.h"
 #include "transport/shm/shm_arena.h"
 
@@ -31,8 +32,9 @@ struct WaitPolicy {
   // for may be waiting for this very core, so spinning only delays it.
   int spins = 2048;
   // Names the call for errors ("allreduce #12 (4096 x float32, comm 1a2b)"); called only
-  // when an error is raised, so the common path builds no strings.
-  std::function<std::string()> describe;
+  // when an error is raised, so the common path builds no strings. Refers to the engine's
+  // caller's callable, which outlives the wait.
+  FunctionRef<std::string()> describe;
   // By rank, the pids of every peer on this host (0 = unchecked, see checkablePeerPids); when
   // set, a stalled wait checks all of them, not only the peer it waits on, so it fails when any
   // rank dies even if the peer it waits on is alive but stuck behind the dead one.
