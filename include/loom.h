@@ -156,6 +156,35 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId);
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank);
 loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
                                     loomConfig_t* config);
+/* A key-value store every rank of a communicator can reach, for rendezvous without a unique id
+ * (the role of Gloo's IStore and PyTorch's c10d::Store, which its ranks already share). Keys
+ * are NUL-terminated strings, values byte strings. Loom copies this struct; `context` and the
+ * callbacks must stay valid until the init that uses them has completed. Each callback returns
+ * loomSuccess or an error code; lastError, when given, says why the last one failed. */
+typedef struct loomStore_v1 {
+  size_t size;   /* sizeof(loomStore_t): lets the library accept older layouts */
+  void* context; /* passed to every callback */
+  /* Stores `bytes` bytes of `value` under `key`, replacing any earlier value. */
+  loomResult_t (*set)(void* context, const char* key, const void* value, size_t bytes);
+  /* Waits up to timeoutMs for `key` to be set, copies min(capacity, length) bytes of its
+   * value into `value` and sets *length to the value's whole length. Returns loomInProgress
+   * when the key is still missing after timeoutMs (Loom asks again, in slices of at most a
+   * second, until its own timeout, and stops early on loomCommAbort). */
+  loomResult_t (*get)(void* context, const char* key, void* value, size_t capacity,
+                      size_t* length, int timeoutMs);
+  /* Adds delta to the integer stored under `key` (a missing key counts as 0) and sets *result
+   * to the new value. */
+  loomResult_t (*add)(void* context, const char* key, int64_t delta, int64_t* result);
+  /* Optional (may be NULL): why the last failed callback on this thread failed. */
+  const char* (*lastError)(void* context);
+} loomStore_t;
+
+/* As loomCommInitRankConfig, with the ranks finding each other through `store` instead of a
+ * unique id: every rank calls it with the same nranks and keyPrefix (NULL: ""). Loom writes
+ * only keys under keyPrefix + "loom/", so one store serves many communicators, each with a
+ * prefix of its own that no earlier communicator used (a reused prefix is an error). */
+loomResult_t loomCommInitRankStore(loomComm_t* comm, int nranks, int rank, const loomStore_t* store,
+                                   const char* keyPrefix, loomConfig_t* config);
 /* ndev ranks as threads of this process; devlist is ignored on host (may be NULL). */
 loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist);
 /* Rank, size and rendezvous from the environment: loomrun's LOOM_RANK/LOOM_WORLD_SIZE/

@@ -8,10 +8,12 @@
 
 #include "api/api_internal.h"
 #include "base/config.h"
+#include "base/function_ref.h"
 #include "base/log.h"
 #include "base/net/socket.h"
 #include "bootstrap/env_job.h"
 #include "bootstrap/socket_bootstrap.h"
+#include "bootstrap/store.h"
 #include "core/call_batch.h"
 #include "core/group.h"
 #include "core/settings.h"
@@ -70,8 +72,11 @@ loomComm_t startNonBlockingInit(std::shared_ptr<Communicator> impl) {
   return handle;
 }
 
-loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, const loomUniqueId& id, int rank,
-                      const loomConfig_t* config) {
+// How an init makes its communicator: from a unique id or a store, connected now or later.
+using MakeComm = FunctionRef<std::unique_ptr<Communicator>(CommSettings settings, Communicator::Connect when)>;
+
+loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, int rank, const loomConfig_t* config,
+                      MakeComm make) {
   bool pending = false;
   const loomResult_t result = api::guarded(function, [&] {
     if (comm == nullptr) throwArgument("comm is NULL");
@@ -80,14 +85,21 @@ loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, const 
     checkRankArgs(nranks, rank);
     CommSettings settings = resolveSettings(config);
     if (settings.blocking) {
-      *comm = wrap(std::make_unique<Communicator>(id, nranks, rank, std::move(settings)));
+      *comm = wrap(make(std::move(settings), Communicator::Connect::Now));
       return;
     }
-    *comm = startNonBlockingInit(
-        std::make_shared<Communicator>(id, nranks, rank, std::move(settings), Communicator::Connect::Later));
+    *comm = startNonBlockingInit(make(std::move(settings), Communicator::Connect::Later));
     pending = true;
   });
   return result == loomSuccess && pending ? loomInProgress : result;
+}
+
+loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, const loomUniqueId& id, int rank,
+                      const loomConfig_t* config) {
+  auto make = [&](CommSettings settings, Communicator::Connect when) {
+    return std::make_unique<Communicator>(id, nranks, rank, std::move(settings), when);
+  };
+  return initRank(function, comm, nranks, rank, config, make);
 }
 
 // Takes the handle out of the table (one caller wins) and stops a non-blocking init still
@@ -121,6 +133,18 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
     sockaddr_storage address = commIdAddress(pinned);
     *uniqueId = startRootServer(&address, nullptr);
   });
+}
+
+loomResult_t loomCommInitRankStore(loomComm_t* comm, int nranks, int rank, const loomStore_t* store,
+                                   const char* keyPrefix, loomConfig_t* config) {
+  std::shared_ptr<Store> callbacks;
+  const loomResult_t checked = api::guarded("loomCommInitRankStore", [&] { callbacks = storeFromCallbacks(store); });
+  if (checked != loomSuccess) return checked;
+  const std::string prefix = keyPrefix != nullptr ? keyPrefix : "";
+  auto make = [&](CommSettings settings, Communicator::Connect when) {
+    return std::make_unique<Communicator>(callbacks, prefix, nranks, rank, std::move(settings), when);
+  };
+  return initRank("loomCommInitRankStore", comm, nranks, rank, config, make);
 }
 
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {

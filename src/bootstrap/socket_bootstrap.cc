@@ -24,12 +24,13 @@ constexpr size_t kGatherHeaderBytes = 16;       // magic u32 | call number u32 |
 
 class SocketBootstrap final : public Bootstrap {
  public:
-  SocketBootstrap(const UniqueIdContents& id, int rank, int nranks, const BootstrapOptions& options)
-      : rank_(rank), size_(nranks), secret_(id.secret), commUid_(id.commUid), options_(options) {
+  SocketBootstrap(const Secret& secret, uint64_t commUid, const sockaddr_storage& localAddress, int rank,
+                  int nranks, const BootstrapOptions& options, const RingRendezvous& rendezvous)
+      : rank_(rank), size_(nranks), secret_(secret), commUid_(commUid), options_(options),
+        localAddress_(localAddress) {
     who_ = (options.commName.empty() ? "" : "[" + options.commName + "] ") + "rank " +
            std::to_string(rank);
     const auto deadline = net::Deadline::afterMs(options.timeoutMs);
-    localAddress_ = net::chooseLocalAddress(&id.rootAddress);
     // The listener stays open after the ring is connected: loomCommShrink reaches survivors
     // through it. Strangers that connect meanwhile wait in the backlog until a shrink's
     // authenticating acceptor drops them.
@@ -38,7 +39,11 @@ class SocketBootstrap final : public Bootstrap {
       listener_ = net::openListener(localAddress_);
       advertised = net::boundAddress(listener_.fd());
     }
-    table_ = rendezvous::exchangeWithRoot(id, rank, nranks, advertised, options, deadline, who_);
+    table_ = rendezvous(advertised, deadline);
+    if (table_.size() != static_cast<size_t>(size_)) {
+      throwInternal(who_ + ": bootstrap rendezvous returned " + std::to_string(table_.size()) + " addresses for " +
+                    std::to_string(size_) + " ranks");
+    }
     const std::vector<sockaddr_storage>& table = table_;
     const net::Socket& listener = listener_;
     if (size_ == 1) return;
@@ -232,8 +237,9 @@ class SocketBootstrap final : public Bootstrap {
 
 }  // namespace
 
-std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int rank, int nranks,
-                                                 const BootstrapOptions& options) {
+namespace {
+
+void checkRingArgs(int rank, int nranks, const BootstrapOptions& options) {
   if (nranks < 1 || nranks > kMaxRanks) {
     throwArgument("nranks " + std::to_string(nranks) + " must be in [1, " + std::to_string(kMaxRanks) + "]");
   }
@@ -242,7 +248,27 @@ std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int
                   std::to_string(nranks));
   }
   if (options.timeoutMs <= 0) throwArgument("bootstrap timeout must be positive");
-  return std::make_unique<SocketBootstrap>(id, rank, nranks, options);
+}
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> createRingBootstrap(const Secret& secret, uint64_t commUid,
+                                               const sockaddr_storage& localAddress, int rank, int nranks,
+                                               const BootstrapOptions& options, const RingRendezvous& rendezvous) {
+  checkRingArgs(rank, nranks, options);
+  return std::make_unique<SocketBootstrap>(secret, commUid, localAddress, rank, nranks, options, rendezvous);
+}
+
+std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int rank, int nranks,
+                                                 const BootstrapOptions& options) {
+  checkRingArgs(rank, nranks, options);
+  const std::string who = (options.commName.empty() ? "" : "[" + options.commName + "] ") + "rank " +
+                          std::to_string(rank);
+  return std::make_unique<SocketBootstrap>(
+      id.secret, id.commUid, net::chooseLocalAddress(&id.rootAddress), rank, nranks, options,
+      [&](const sockaddr_storage& advertised, net::Deadline deadline) {
+        return rendezvous::exchangeWithRoot(id, rank, nranks, advertised, options, deadline, who);
+      });
 }
 
 }  // namespace loom

@@ -5,10 +5,13 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/bootstrap.h"
+#include "base/net/socket.h"
 #include "loom.h"
 
 namespace loom {
@@ -43,6 +46,18 @@ struct BootstrapOptions {
 // Rendezvous at the root, authenticate, learn every rank's address, connect the ring.
 std::unique_ptr<Bootstrap> createSocketBootstrap(const UniqueIdContents& id, int rank, int nranks,
                                                  const BootstrapOptions& options);
+
+// How a ring learns where its ranks listen: given this rank's advertised listener address,
+// every rank's, by rank, before the deadline.
+using RingRendezvous =
+    std::function<std::vector<sockaddr_storage>(const sockaddr_storage& advertised, net::Deadline deadline)>;
+
+// The same TCP ring over another rendezvous (the root's, above; a store's,
+// bootstrap/store_bootstrap.h): listens on `localAddress`, learns the table from `rendezvous`,
+// connects the ring, every connection proving it knows `secret`.
+std::unique_ptr<Bootstrap> createRingBootstrap(const Secret& secret, uint64_t commUid,
+                                               const sockaddr_storage& localAddress, int rank, int nranks,
+                                               const BootstrapOptions& options, const RingRendezvous& rendezvous);
 
 // The root's rendezvous server, run on a background thread of the process that created it.
 // It authenticates each rank, collects nranks hellos, answers each with the address table and

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap/socket_bootstrap.h"
+#include "bootstrap/store_bootstrap.h"
 #include "kernels/host/non_finite.h"
 
 namespace loom {
@@ -26,8 +27,17 @@ Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSet
   if (when == Connect::Now) connect();
 }
 
+Communicator::Communicator(std::shared_ptr<Store> store, std::string keyPrefix, int nranks, int rank,
+                           CommSettings settings, Connect when)
+    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), id_{}, store_(std::move(store)),
+      storePrefix_(std::move(keyPrefix)) {
+  name_ = !settings_.commName.empty() ? settings_.commName
+          : storePrefix_.empty()      ? std::string("store")
+                                      : "store:" + storePrefix_;
+  if (when == Connect::Now) connect();
+}
+
 void Communicator::connect() {
-  const UniqueIdContents contents = decodeUniqueId(id_);
   const int rank = rank_, nranks = nranks_;
   log::setThreadRank(rank);
   if (aborted()) throw Error(loomInvalidUsage, "rank " + std::to_string(rank) + ": init was aborted");
@@ -37,7 +47,12 @@ void Communicator::connect() {
   options.timeoutMs = settings_.timeoutMs;
   options.abortFlag = errors_.bootstrapStopFlag();
   options.commName = name_;
-  bootstrap_ = createSocketBootstrap(contents, rank, nranks, options);
+  if (store_ != nullptr) {
+    bootstrap_ = createStoreBootstrap(*store_, storePrefix_, rank, nranks, options);
+    store_.reset();  // only the rendezvous needs it: the caller's store may go away now
+  } else {
+    bootstrap_ = createSocketBootstrap(decodeUniqueId(id_), rank, nranks, options);
+  }
   links_ = std::make_unique<Connector>(*bootstrap_, settings_, name_, errors_.callStopFlag());
   connected_.store(true, std::memory_order_release);
   if (aborted()) links_->announceDeparture();  // abort() ran just before connected_ was set

@@ -36,6 +36,8 @@ struct ExecutionContext;
 
 namespace loom {
 
+class Store;
+
 class Communicator {
  public:
   // Collective over the nranks ranks that share `id`: bootstrap, peer discovery, transports.
@@ -44,6 +46,10 @@ class Communicator {
   // any thread) ends it promptly.
   enum class Connect { Now, Later };
   Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings, Connect when = Connect::Now);
+  // The same with the ranks meeting in a key-value store under `keyPrefix`
+  // (loomCommInitRankStore) instead of at a unique id's root.
+  Communicator(std::shared_ptr<Store> store, std::string keyPrefix, int nranks, int rank, CommSettings settings,
+               Connect when = Connect::Now);
   void connect();
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -133,6 +139,8 @@ class Communicator {
   PreMulSumInput premul_;
   uint32_t shrinks_ = 0;  // shrink epochs, to tell offers apart
   loomUniqueId id_;        // kept for connect()
+  std::shared_ptr<Store> store_;  // ... or the store the ranks meet in, dropped once connected
+  std::string storePrefix_;
   std::atomic<bool> connected_{false};  // links_ is built (connect() has finished)
 };
 

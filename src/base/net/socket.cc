@@ -474,6 +474,11 @@ sockaddr_storage chooseLocalAddress(const sockaddr_storage* root) {
   return addressRoutingTo(*root);
 }
 
+sockaddr_storage chooseLocalAddressForRemotePeers() {
+  const std::string spec = config::text(config::Knob::SocketIfname);
+  return addressFromFilter(spec.empty() ? "^docker,lo" : spec, AF_INET);
+}
+
 }  // namespace loom::net
 
 namespace loom {

@@ -116,6 +116,9 @@ void writeFully(int fd, const void* data, size_t bytes, Deadline deadline,
 // "=" matches names exactly) picks the interface; without it: loopback when the root is on
 // loopback (or when there is no root), else the address that routes to the root.
 sockaddr_storage chooseLocalAddress(const sockaddr_storage* root);
+// The same choice with no root to route to, for ranks on several hosts: LOOM_SOCKET_IFNAME, else
+// the first interface that is up and not loopback or docker (NCCL's default), IPv4 first.
+sockaddr_storage chooseLocalAddressForRemotePeers();
 
 }  // namespace loom::net
 

@@ -1,0 +1,143 @@
+#include "bootstrap/store_bootstrap.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "base/host_identity.h"
+#include "base/log.h"
+#include "base/net/auth.h"
+#include "base/net/socket.h"
+
+namespace loom {
+
+namespace {
+
+constexpr uint32_t kSecretMagic = 0x4b534d4cu;  // "LMSK"
+constexpr size_t kSecretRecordBytes = 8 + sizeof(Secret);  // magic u32 | nranks u32 | secret
+
+// A store wait is cut into slices so that loomCommAbort stops a non-blocking init within one.
+constexpr int kGetSliceMs = 1000;
+
+class StoreRendezvous {
+ public:
+  StoreRendezvous(Store& store, const std::string& keyPrefix, int rank, int nranks, const BootstrapOptions& options)
+      : store_(store), base_(keyPrefix + "loom/"), rank_(rank), nranks_(nranks), options_(options),
+        deadline_(net::Deadline::afterMs(options.timeoutMs)) {
+    who_ = (options.commName.empty() ? "" : "[" + options.commName + "] ") + "rank " + std::to_string(rank);
+  }
+
+  // Refuses a prefix that an earlier communicator used: its records would be read as ours.
+  void join() {
+    const int64_t joined = store_.add(base_ + "joined", 1);
+    if (joined > nranks_) {
+      throwUsage(who_ + ": store key prefix '" + prefix() + "' was used by an earlier communicator (" +
+                 std::to_string(joined) + " ranks have joined under it, this one has " + std::to_string(nranks_) +
+                 "): give every communicator a prefix of its own");
+    }
+  }
+
+  Secret agreeOnSecret() {
+    if (rank_ == 0) {
+      const Secret secret = randomSecret();
+      std::vector<uint8_t> record(kSecretRecordBytes);
+      net::putU32(record.data(), kSecretMagic);
+      net::putU32(record.data() + 4, static_cast<uint32_t>(nranks_));
+      std::memcpy(record.data() + 8, secret.data(), secret.size());
+      store_.set(base_ + "secret", record);
+      return secret;
+    }
+    const std::vector<uint8_t> record = wait("secret", "rank 0's secret");
+    if (record.size() != kSecretRecordBytes || net::getU32(record.data()) != kSecretMagic) {
+      throwUsage(who_ + ": store key '" + base_ + "secret' holds " + std::to_string(record.size()) +
+                 " bytes that are not rank 0's record: the prefix is in use by something else");
+    }
+    const uint32_t theirs = net::getU32(record.data() + 4);
+    if (theirs != static_cast<uint32_t>(nranks_)) {
+      throwUsage(who_ + ": rank 0 initialises a communicator of " + std::to_string(theirs) +
+                 " ranks under store prefix '" + prefix() + "', this rank one of " + std::to_string(nranks_));
+    }
+    Secret secret;
+    std::memcpy(secret.data(), record.data() + 8, secret.size());
+    return secret;
+  }
+
+  // Loopback when every rank runs on this host; else an interface other hosts can reach.
+  sockaddr_storage chooseListenAddress() {
+    std::vector<uint8_t> mine(8);
+    net::putU64(mine.data(), hostHash());
+    store_.set(base_ + "host/" + std::to_string(rank_), mine);
+    bool oneHost = true;
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peer == rank_) continue;
+      const std::vector<uint8_t> theirs = wait("host/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s host");
+      if (theirs.size() != 8) throwUsage(who_ + ": store key '" + base_ + "host/" + std::to_string(peer) + "' is malformed");
+      oneHost = oneHost && net::getU64(theirs.data()) == hostHash();
+    }
+    return oneHost ? net::chooseLocalAddress(nullptr) : net::chooseLocalAddressForRemotePeers();
+  }
+
+  std::vector<sockaddr_storage> exchangeAddresses(const sockaddr_storage& advertised) {
+    std::vector<uint8_t> mine(sizeof(sockaddr_storage));
+    std::memcpy(mine.data(), &advertised, sizeof(advertised));
+    store_.set(base_ + "addr/" + std::to_string(rank_), mine);
+    std::vector<sockaddr_storage> table(static_cast<size_t>(nranks_));
+    table[static_cast<size_t>(rank_)] = advertised;
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peer == rank_) continue;
+      const std::vector<uint8_t> theirs =
+          wait("addr/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s address");
+      if (theirs.size() != sizeof(sockaddr_storage)) {
+        throwUsage(who_ + ": store key '" + base_ + "addr/" + std::to_string(peer) + "' is malformed");
+      }
+      std::memcpy(&table[static_cast<size_t>(peer)], theirs.data(), sizeof(sockaddr_storage));
+    }
+    return table;
+  }
+
+ private:
+  std::string prefix() const { return base_.substr(0, base_.size() - 5); }
+
+  std::vector<uint8_t> wait(const std::string& key, const std::string& what) {
+    for (;;) {
+      net::checkAbort(options_.abortFlag, who_ + ": waiting in the store for " + what);
+      const int64_t left = deadline_.remainingMs();
+      if (left <= 0) {
+        throwSystem(who_ + ": store rendezvous timed out after " + std::to_string(options_.timeoutMs) +
+                        " ms waiting for " + what + " (key '" + base_ + key + "'): is every rank running, with the same "
+                        "store and key prefix?",
+                    ETIMEDOUT);
+      }
+      if (auto value = store_.get(base_ + key, static_cast<int>(std::min<int64_t>(left, kGetSliceMs)))) {
+        return std::move(*value);
+      }
+    }
+  }
+
+  Store& store_;
+  std::string base_;
+  int rank_;
+  int nranks_;
+  BootstrapOptions options_;
+  net::Deadline deadline_;
+  std::string who_;
+};
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> createStoreBootstrap(Store& store, const std::string& keyPrefix, int rank, int nranks,
+                                                const BootstrapOptions& options) {
+  StoreRendezvous rendezvous(store, keyPrefix, rank, nranks, options);
+  rendezvous.join();
+  const Secret secret = rendezvous.agreeOnSecret();
+  const sockaddr_storage local = rendezvous.chooseListenAddress();
+  LOOM_TRACE(NET, "rank %d: store rendezvous under '%sloom/', listening on %s", rank, keyPrefix.c_str(),
+             addressToString(local).c_str());
+  return createRingBootstrap(secret, auth::deriveCommUid(secret), local, rank, nranks, options,
+                             [&](const sockaddr_storage& advertised, net::Deadline) {
+                               return rendezvous.exchangeAddresses(advertised);
+                             });
+}
+
+}  // namespace loom

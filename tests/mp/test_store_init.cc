@@ -1,0 +1,240 @@
+// loomCommInitRankStore: ranks that meet in a key-value store (here a directory, as PyTorch's
+// FileStore; loom_torch passes c10d's store) instead of at a unique id's root. The data path
+// afterwards is the ordinary one, so these tests check the rendezvous and its errors: exact
+// results over shm and TCP, several communicators in one store, a split, a reused prefix, a
+// missing rank, ranks that disagree on nranks, a failing store, bad structs, and an abort.
+#include <gtest/gtest.h>
+#include <loom.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/file_store.h"
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+using loom::test::FileStore;
+using loom::test::StoreDirectory;
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Every rank contributes rank + 1 in every element: the sum is n(n+1)/2 everywhere.
+void requireExactAllReduce(loomComm_t comm, int rank, int nranks, size_t count) {
+  std::vector<int32_t> data(count, rank + 1);
+  const loomResult_t result = loomAllReduce(data.data(), data.data(), count, loomInt32, loomSum, comm, nullptr);
+  LOOM_REQUIRE(result == loomSuccess, loomGetLastError(comm));
+  for (size_t i = 0; i < count; ++i) {
+    LOOM_REQUIRE(data[i] == nranks * (nranks + 1) / 2, "element " + std::to_string(i) + " is " + std::to_string(data[i]));
+  }
+}
+
+loomComm_t initOrThrow(int nranks, int rank, const FileStore& store, const char* prefix, int timeoutMs = 60000) {
+  loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+  config.timeoutMs = timeoutMs;
+  loomComm_t comm = nullptr;
+  const loomResult_t result = loomCommInitRankStore(&comm, nranks, rank, store.callbacks(), prefix, &config);
+  LOOM_REQUIRE(result == loomSuccess, "rank " + std::to_string(rank) + ": " + loomGetLastError(nullptr));
+  LOOM_REQUIRE(comm != nullptr, "no communicator");
+  int size = 0, me = -1;
+  LOOM_REQUIRE(loomCommCount(comm, &size) == loomSuccess && size == nranks, "wrong size");
+  LOOM_REQUIRE(loomCommUserRank(comm, &me) == loomSuccess && me == rank, "wrong rank");
+  return comm;
+}
+
+void expectAllOk(const std::vector<loom::test::RankOutcome>& outcomes) {
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+}
+
+TEST(StoreInit, ProcessesMeetInAStoreAndAllReduceOverShmAndTcp) {
+  for (const bool tcp : {false, true}) {
+    for (const int nranks : {1, 2, 4}) {
+      SCOPED_TRACE((tcp ? "tcp, " : "shm, ") + std::to_string(nranks) + " ranks");
+      StoreDirectory directory("allreduce");
+      expectAllOk(loom::test::runProcesses(nranks, [&](int rank) {
+        setenv("LOOM_TRANSPORT", tcp ? "socket" : "shm", 1);
+        FileStore store(directory.path());
+        loomComm_t comm = initOrThrow(nranks, rank, store, "job/");
+        requireExactAllReduce(comm, rank, nranks, 4097);
+        LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+      }, 120));
+    }
+  }
+}
+
+// Whether an interface other than loopback and docker is up: without one, ranks on several
+// hosts have nothing to listen on.
+bool haveNonLoopbackInterface() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    const std::string name = entry->ifa_name;
+    if (entry->ifa_addr != nullptr && entry->ifa_addr->sa_family == AF_INET && (entry->ifa_flags & IFF_UP) &&
+        name.rfind("lo", 0) != 0 && name.rfind("docker", 0) != 0) {
+      found = true;
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// Ranks that see different hosts (LOOM_HOSTID) cannot listen on loopback: with no
+// LOOM_SOCKET_IFNAME they take NCCL's default interface, and TCP between them.
+TEST(StoreInit, RanksOnSeveralHostsListenOnARealInterface) {
+  if (!haveNonLoopbackInterface()) GTEST_SKIP() << "no interface other than loopback is up here";
+  StoreDirectory directory("hosts");
+  expectAllOk(loom::test::runProcesses(3, [&](int rank) {
+    setenv("LOOM_HOSTID", ("host-" + std::to_string(rank)).c_str(), 1);
+    unsetenv("LOOM_SOCKET_IFNAME");
+    FileStore store(directory.path());
+    loomComm_t comm = initOrThrow(3, rank, store, "hosts/");
+    requireExactAllReduce(comm, rank, 3, 100003);
+    LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+  }, 120));
+}
+
+TEST(StoreInit, OneStoreServesSeveralCommunicatorsAndSplits) {
+  StoreDirectory directory("several");
+  expectAllOk(loom::test::runProcesses(3, [&](int rank) {
+    FileStore store(directory.path());
+    loomComm_t first = initOrThrow(3, rank, store, "first/");
+    loomComm_t second = initOrThrow(3, rank, store, "second/");
+    requireExactAllReduce(first, rank, 3, 33);
+    requireExactAllReduce(second, rank, 3, 65537);
+    // A split of a store communicator meets through its parent, as any split does.
+    loomComm_t half = nullptr;
+    LOOM_REQUIRE(loomCommSplit(second, rank % 2, rank, &half, nullptr) == loomSuccess, loomGetLastError(second));
+    requireExactAllReduce(half, rank / 2, rank % 2 == 0 ? 2 : 1, 7);
+    LOOM_REQUIRE(loomCommDestroy(half) == loomSuccess, loomGetLastError(nullptr));
+    LOOM_REQUIRE(loomCommDestroy(second) == loomSuccess, loomGetLastError(nullptr));
+    LOOM_REQUIRE(loomCommDestroy(first) == loomSuccess, loomGetLastError(nullptr));
+  }, 120));
+}
+
+TEST(StoreInit, AReusedPrefixIsRefusedOnEveryRank) {
+  StoreDirectory directory("reused");
+  expectAllOk(loom::test::runProcesses(2, [&](int rank) {
+    FileStore store(directory.path());
+    loomComm_t comm = initOrThrow(2, rank, store, "pg0/");
+    LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+  }, 60));
+  expectAllOk(loom::test::runProcesses(2, [&](int rank) {
+    FileStore store(directory.path());
+    loomComm_t comm = nullptr;
+    const loomResult_t result = loomCommInitRankStore(&comm, 2, rank, store.callbacks(), "pg0/", nullptr);
+    const std::string message = loomGetLastError(nullptr);
+    LOOM_REQUIRE(result == loomInvalidUsage, "code " + std::to_string(result) + ": " + message);
+    LOOM_REQUIRE(comm == nullptr, "comm must stay NULL on failure");
+    LOOM_REQUIRE(message.find("'pg0/'") != std::string::npos && message.find("earlier communicator") != std::string::npos,
+                 message);
+  }, 60));
+}
+
+TEST(StoreInit, AMissingRankIsATimeoutThatNamesIt) {
+  StoreDirectory directory("missing");
+  FileStore store(directory.path());
+  loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+  config.timeoutMs = 1500;
+  loomComm_t comm = nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  const loomResult_t result = loomCommInitRankStore(&comm, 3, 0, store.callbacks(), "lonely/", &config);
+  const double seconds = secondsSince(start);
+  const std::string message = loomGetLastError(nullptr);
+  EXPECT_EQ(result, loomSystemError) << message;
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(message.find("rank 1's host"), std::string::npos) << message;
+  EXPECT_NE(message.find("lonely/loom/host/1"), std::string::npos) << message;
+  EXPECT_NE(message.find("1500 ms"), std::string::npos) << message;
+  EXPECT_GE(seconds, 1.4);
+  EXPECT_LT(seconds, 5.0);
+}
+
+TEST(StoreInit, RanksThatDisagreeOnNranksFail) {
+  StoreDirectory directory("nranks");
+  expectAllOk(loom::test::runProcesses(2, [&](int rank) {
+    FileStore store(directory.path());
+    loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+    config.timeoutMs = 2000;
+    loomComm_t comm = nullptr;
+    const int nranks = rank == 0 ? 2 : 3;
+    const loomResult_t result = loomCommInitRankStore(&comm, nranks, rank, store.callbacks(), "pg/", &config);
+    const std::string message = loomGetLastError(nullptr);
+    LOOM_REQUIRE(result != loomSuccess && comm == nullptr, "rank " + std::to_string(rank) + " initialised");
+    if (rank == 1) {
+      LOOM_REQUIRE(result == loomInvalidUsage, message);
+      LOOM_REQUIRE(message.find("rank 0 initialises a communicator of 2 ranks") != std::string::npos, message);
+    } else {
+      LOOM_REQUIRE(result == loomSystemError, message);  // rank 1 never published its host
+    }
+  }, 60));
+}
+
+// A store whose every call fails, as a store that lost its server would.
+loomResult_t failingSet(void*, const char*, const void*, size_t) { return loomSystemError; }
+loomResult_t failingGet(void*, const char*, void*, size_t, size_t*, int) { return loomSystemError; }
+loomResult_t failingAdd(void*, const char*, int64_t, int64_t*) { return loomRemoteError; }
+const char* failingReason(void*) { return "connection to the store server lost"; }
+
+TEST(StoreInit, AFailingStoreIsNamedWithItsReason) {
+  loomStore_t store{sizeof(loomStore_t), nullptr, failingSet, failingGet, failingAdd, failingReason};
+  loomComm_t comm = nullptr;
+  const loomResult_t result = loomCommInitRankStore(&comm, 2, 1, &store, "x/", nullptr);
+  const std::string message = loomGetLastError(nullptr);
+  EXPECT_EQ(result, loomRemoteError) << message;
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(message.find("store add of key 'x/loom/joined' failed"), std::string::npos) << message;
+  EXPECT_NE(message.find("connection to the store server lost"), std::string::npos) << message;
+}
+
+TEST(StoreInit, BadArgumentsAreRefusedClearly) {
+  StoreDirectory directory("arguments");
+  FileStore good(directory.path());
+  loomComm_t comm = reinterpret_cast<loomComm_t>(0x1);
+  auto expectRefused = [&](const loomStore_t* store, int nranks, int rank, const std::string& mention) {
+    comm = reinterpret_cast<loomComm_t>(0x1);
+    const loomResult_t result = loomCommInitRankStore(&comm, nranks, rank, store, "p/", nullptr);
+    const std::string message = loomGetLastError(nullptr);
+    EXPECT_EQ(result, loomInvalidArgument) << message;
+    EXPECT_NE(message.find(mention), std::string::npos) << message;
+  };
+  expectRefused(nullptr, 2, 0, "store is NULL");
+  loomStore_t small = *good.callbacks();
+  small.size = 8;
+  expectRefused(&small, 2, 0, "store->size is 8");
+  loomStore_t noGet = *good.callbacks();
+  noGet.get = nullptr;
+  expectRefused(&noGet, 2, 0, "store->get is NULL");
+  expectRefused(good.callbacks(), 2, 2, "rank 2 is not in [0, 2)");
+  expectRefused(good.callbacks(), 0, 0, "nranks 0");
+  EXPECT_EQ(loomCommInitRankStore(nullptr, 1, 0, good.callbacks(), "p/", nullptr), loomInvalidArgument);
+}
+
+TEST(StoreInit, AbortStopsANonBlockingInitThatWaitsInTheStore) {
+  StoreDirectory directory("abort");
+  FileStore store(directory.path());
+  loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  config.timeoutMs = 60000;
+  loomComm_t comm = nullptr;
+  ASSERT_EQ(loomCommInitRankStore(&comm, 2, 1, store.callbacks(), "waiting/", &config), loomInProgress)
+      << loomGetLastError(nullptr);
+  ASSERT_NE(comm, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it waits for rank 0's secret
+  loomResult_t state = loomSuccess;
+  ASSERT_EQ(loomCommGetAsyncError(comm, &state), loomSuccess);
+  EXPECT_EQ(state, loomInProgress);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(loomCommAbort(comm), loomSuccess) << loomGetLastError(nullptr);
+  EXPECT_LT(secondsSince(start), 3.0) << "abort waited for the store's slice to end, and more";
+}
+
+}  // namespace
