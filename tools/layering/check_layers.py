@@ -14,7 +14,7 @@ import sys
 from layers import Table
 
 CODE = ('.h', '.hh', '.hpp', '.c', '.cc', '.cpp', '.cu', '.cuh')
-FOLDERS = ('include', 'src', 'tools', 'perf', 'examples', 'tests')
+FOLDERS = ('include', 'src', 'tools', 'perf', 'examples', 'python', 'tests')
 GENERATED = {'loom_config.h'}  # written by meson into the build folder
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

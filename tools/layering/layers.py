@@ -4,7 +4,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = os.path.join(HERE, 'layers.txt')
-ABOVE_LIBRARY = ('tools', 'perf', 'examples', 'tests')  # spelled from the repository root
+ABOVE_LIBRARY = ('tools', 'perf', 'examples', 'python', 'tests')  # spelled from the repository root
 
 
 class Table:

@@ -17,7 +17,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, 'check_layers.py')
-COPIED = ('include', 'src', 'tools', 'perf', 'examples', 'tests')
+COPIED = ('include', 'src', 'tools', 'perf', 'examples', 'python', 'tests')
 
 
 def run_check(root):
