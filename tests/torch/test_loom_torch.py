@@ -1,0 +1,106 @@
+"""The torch suite: loom_torch under torch.distributed, each case in 2 and 4 processes (the
+ranks are tests/torch/workers.py). Needs PYTHONPATH to hold <build>/python; meson test sets it."""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKERS = os.path.join(HERE, "workers.py")
+
+
+def run_ranks(case, world, backend="loom", timeout=240, env=None):
+    """Runs `case` on `world` ranks; returns [(exit code, stderr)] by rank."""
+    with tempfile.TemporaryDirectory(prefix="loom-torch-") as folder:
+        init_file = os.path.join(folder, "init")
+        children = [subprocess.Popen([sys.executable, WORKERS, case, str(rank), str(world), init_file, backend],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})
+                    for rank in range(world)]
+        outcomes = []
+        for child in children:
+            try:
+                _, err = child.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                _, err = child.communicate()
+                err = f"timed out after {timeout} s\n{err}"
+            outcomes.append((child.returncode, err))
+        return outcomes
+
+
+def require_all_passed(outcomes):
+    failed = [f"rank {rank} exited {code}:\n{err}" for rank, (code, err) in enumerate(outcomes) if code != 0]
+    assert not failed, "\n".join(failed)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_operation_dtype_and_size_is_exact(world):
+    require_all_passed(run_ranks("ops", world))
+
+
+def test_one_rank_alone():
+    require_all_passed(run_ranks("ops", 1))
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_bad_arguments_raise_and_the_group_stays_usable(world):
+    require_all_passed(run_ranks("errors", world))
+
+
+def test_a_size_mismatch_raises_on_every_rank():
+    require_all_passed(run_ranks("mismatch", 3, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
+
+
+def test_a_killed_rank_makes_every_survivor_raise():
+    require_all_passed(run_ranks("killed", 3, env={"TORCH_SUITE_TIMEOUT_S": "15"}))
+
+
+TRAIN = os.path.join(HERE, "..", "..", "examples", "torch_ddp", "train.py")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def train(backend, world, folder, *flags, steps=50):
+    """Runs examples/torch_ddp/train.py on `world` ranks (env:// as torchrun would set it);
+    returns every rank's final parameters."""
+    dump = os.path.join(folder, backend)
+    port = str(free_port())
+    children = []
+    for rank in range(world):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "OMP_NUM_THREADS": "1"}
+        children.append(subprocess.Popen([sys.executable, TRAIN, "--backend", backend, "--steps", str(steps),
+                                          "--dump", dump, *flags], env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True))
+    for rank, child in enumerate(children):
+        out, err = child.communicate(timeout=240)
+        assert child.returncode == 0, f"{backend} rank {rank} exited {child.returncode}:\n{out}\n{err}"
+    return [torch.load(f"{dump}.rank{rank}") for rank in range(world)]
+
+
+def test_ddp_parameters_agree_across_ranks_and_with_gloo():
+    with tempfile.TemporaryDirectory(prefix="loom-ddp-") as folder:
+        loom_ranks = train("loom", 2, folder)
+        gloo_ranks = train("gloo", 2, folder)
+    for rank in range(1, len(loom_ranks)):
+        for index, (mine, first) in enumerate(zip(loom_ranks[rank], loom_ranks[0])):
+            assert torch.equal(mine, first), f"parameter {index} differs between rank {rank} and rank 0"
+    for index, (ours, theirs) in enumerate(zip(loom_ranks[0], gloo_ranks[0])):
+        scale = theirs.abs().max().clamp(min=1e-12)
+        assert ((ours - theirs).abs().max() / scale).item() <= 1e-5, f"parameter {index} is off Gloo's by more than 1e-5"
+
+
+def test_ddp_with_zero_no_sync_and_a_compression_hook():
+    with tempfile.TemporaryDirectory(prefix="loom-ddp-") as folder:
+        ranks = train("loom", 2, folder, "--zero", "--accumulate", "2", "--bf16-hook")
+    for index, (mine, first) in enumerate(zip(ranks[1], ranks[0])):
+        assert torch.equal(mine, first), f"parameter {index} differs between the ranks"

@@ -1,0 +1,227 @@
+"""The ranks of the torch suite: `python3 workers.py CASE RANK WORLD INIT_FILE BACKEND` runs
+one case on one rank and exits 0 when every check held, 1 with the failures on stderr.
+Data is integer-valued, so every result is exact and compared with ==."""
+import os
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+import torch.distributed as dist
+
+import loom_torch  # noqa: F401  registers "loom"
+
+warnings.filterwarnings("ignore")  # torch 1.13 warns that _all_gather_base and others are private
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+          torch.int32, torch.int64]
+SIZES = [0, 1, 7, 4099, 1 << 18]  # 1 << 18 float32 elements: 1 MiB
+
+
+def leave(checks):
+    """Exits without destroying the group (it has failed, or this rank plays dead): 0 when
+    every check held, else 1 with the failures on stderr."""
+    if checks.failures:
+        sys.stderr.write("\n".join(checks.failures) + "\n")
+        sys.stderr.flush()
+    os._exit(1 if checks.failures else 0)
+
+
+class Checks:
+    def __init__(self, rank):
+        self.rank = rank
+        self.failures = []
+
+    def equal(self, got, want, what):
+        if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
+            self.failures.append(f"rank {self.rank}: {what}: got {got.flatten()[:8].tolist()} "
+                                 f"({got.dtype}, {tuple(got.shape)}), want {want.flatten()[:8].tolist()} "
+                                 f"({want.dtype}, {tuple(want.shape)})")
+
+    def raises(self, call, mention, what):
+        try:
+            call()
+        except (RuntimeError, ValueError) as error:
+            if mention not in str(error):
+                self.failures.append(f"rank {self.rank}: {what}: message lacks {mention!r}: {error}")
+            return str(error)
+        self.failures.append(f"rank {self.rank}: {what}: no error")
+        return None
+
+
+def values(rank, count, dtype, salt=0):
+    """Small integers that every dtype holds exactly, different per rank and element."""
+    base = torch.arange(count, dtype=torch.int64)
+    data = (base * 3 + rank * 5 + salt) % 7 + 1
+    return data.to(dtype)
+
+
+def reference_sum(world, count, dtype, salt=0):
+    total = sum(values(r, count, torch.int64, salt) for r in range(world))
+    return total.to(dtype)
+
+
+def case_ops(checks, rank, world):
+    """Every operation in every dtype and size, against a Python reference."""
+    for dtype in DTYPES:
+        for count in SIZES:
+            if dtype in (torch.int8, torch.uint8) and count > 4099:
+                continue  # sums of 7 * world stay exact, but keep the int8 grid small
+            label = f"{dtype} x {count}"
+            t = values(rank, count, dtype)
+            dist.all_reduce(t)
+            checks.equal(t, reference_sum(world, count, dtype), f"all_reduce sum {label}")
+            for op, fold in ((dist.ReduceOp.MAX, torch.maximum), (dist.ReduceOp.MIN, torch.minimum)):
+                t = values(rank, count, dtype)
+                dist.all_reduce(t, op=op)
+                want = values(0, count, dtype)
+                for r in range(1, world):
+                    want = fold(want, values(r, count, dtype))
+                checks.equal(t, want, f"all_reduce {op} {label}")
+            t = values(rank, count, dtype)
+            dist.broadcast(t, src=world - 1)
+            checks.equal(t, values(world - 1, count, dtype), f"broadcast {label}")
+            t = values(rank, count, dtype)
+            dist.reduce(t, dst=0)
+            if rank == 0:
+                checks.equal(t, reference_sum(world, count, dtype), f"reduce {label}")
+            outs = [torch.empty(count, dtype=dtype) for _ in range(world)]
+            dist.all_gather(outs, values(rank, count, dtype))
+            for r in range(world):
+                checks.equal(outs[r], values(r, count, dtype), f"all_gather[{r}] {label}")
+            flat = torch.empty(count * world, dtype=dtype)
+            dist._all_gather_base(flat, values(rank, count, dtype))
+            checks.equal(flat, torch.cat([values(r, count, dtype) for r in range(world)]), f"_all_gather_base {label}")
+            out = torch.empty(count, dtype=dtype)
+            dist.reduce_scatter(out, [values(rank, count, dtype, salt=j) for j in range(world)])
+            checks.equal(out, reference_sum(world, count, dtype, salt=rank), f"reduce_scatter {label}")
+            out = torch.empty(count, dtype=dtype)
+            dist._reduce_scatter_base(out, torch.cat([values(rank, count, dtype, salt=j) for j in range(world)]))
+            checks.equal(out, reference_sum(world, count, dtype, salt=rank), f"_reduce_scatter_base {label}")
+            out = torch.empty(count * world, dtype=dtype)
+            dist.all_to_all_single(out, torch.cat([values(rank, count, dtype, salt=j) for j in range(world)]))
+            checks.equal(out, torch.cat([values(r, count, dtype, salt=rank) for r in range(world)]),
+                         f"all_to_all_single {label}")
+            gathered = [torch.empty(count, dtype=dtype) for _ in range(world)] if rank == 0 else None
+            dist.gather(values(rank, count, dtype), gather_list=gathered, dst=0)
+            if rank == 0:
+                for r in range(world):
+                    checks.equal(gathered[r], values(r, count, dtype), f"gather[{r}] {label}")
+            out = torch.empty(count, dtype=dtype)
+            scatter_list = [values(0, count, dtype, salt=j) for j in range(world)] if rank == 0 else None
+            dist.scatter(out, scatter_list=scatter_list, src=0)
+            checks.equal(out, values(0, count, dtype, salt=rank), f"scatter {label}")
+    # Uneven all-to-all: rank r sends r + j + 1 rows to rank j.
+    send_splits = [rank + j + 1 for j in range(world)]
+    recv_splits = [r + rank + 1 for r in range(world)]
+    source = torch.cat([torch.full((s, 2), float(100 * rank + j)) for j, s in enumerate(send_splits)])
+    out = torch.empty(sum(recv_splits), 2)
+    dist.all_to_all_single(out, source, output_split_sizes=recv_splits, input_split_sizes=send_splits)
+    want = torch.cat([torch.full((s, 2), float(100 * r + rank)) for r, s in enumerate(recv_splits)])
+    checks.equal(out, want, "all_to_all_single uneven")
+    outs = [torch.empty(r + rank + 1) for r in range(world)]
+    dist.all_to_all(outs, [torch.full((rank + j + 1,), float(10 * rank + j)) for j in range(world)])
+    for r in range(world):
+        checks.equal(outs[r], torch.full((r + rank + 1,), float(10 * r + rank)), f"all_to_all[{r}]")
+    # Coalesced, async with futures, AVG, PRODUCT, bool, non-contiguous, send/recv, barrier.
+    tensors = [values(rank, 5, torch.int64), values(rank, 3, torch.int64, salt=1)]
+    work = dist.all_reduce_coalesced(tensors, async_op=True)
+    work.wait()
+    checks.equal(tensors[0], reference_sum(world, 5, torch.int64), "all_reduce_coalesced[0]")
+    checks.equal(tensors[1], reference_sum(world, 3, torch.int64, salt=1), "all_reduce_coalesced[1]")
+    t = values(rank, 6, torch.float64)
+    work = dist.all_reduce(t, async_op=True)
+    result = work.get_future().wait()
+    checks.equal(result[0], reference_sum(world, 6, torch.float64), "future of all_reduce")
+    t = torch.full((4,), float(2 * (rank + 1)))
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    checks.equal(t, torch.full((4,), float(world + 1)), "all_reduce avg")
+    t = torch.full((3,), 2, dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.PRODUCT)
+    checks.equal(t, torch.full((3,), 2 ** world, dtype=torch.int64), "all_reduce product")
+    flags = torch.tensor([rank == 0, False, True])
+    dist.all_reduce(flags)
+    checks.equal(flags, torch.tensor([True, False, True]), "all_reduce bool (or)")
+    grid = values(rank, 24, torch.float32).view(4, 6)
+    column = grid[:, 1]  # a strided view: written back after the call
+    dist.all_reduce(column)
+    checks.equal(grid[:, 1], reference_sum(world, 24, torch.float32).view(4, 6)[:, 1], "non-contiguous all_reduce")
+    peer_to = (rank + 1) % world
+    peer_from = (rank - 1) % world
+    if world > 1:
+        request = dist.isend(values(rank, 9, torch.int32), peer_to)
+        got = torch.empty(9, dtype=torch.int32)
+        dist.recv(got, peer_from)
+        request.wait()
+        checks.equal(got, values(peer_from, 9, torch.int32), "send/recv ring")
+    dist.barrier()
+
+
+def case_errors(checks, rank, world):
+    """Bad arguments raise a clear error on the caller and leave the group usable."""
+    checks.raises(lambda: dist.all_gather([torch.empty(3)] * (world + 1), torch.ones(3)), "output_tensor_list",
+                  "all_gather with a wrong list length")
+    checks.raises(lambda: dist.all_gather([torch.empty(4)] * world, torch.ones(3)), "elements",
+                  "all_gather with a wrong output size")
+    checks.raises(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int16)), "dtype", "int16 all_reduce")
+    z = torch.full((3,), complex(1, 2), dtype=torch.complex64)  # torch hands it over as float pairs
+    dist.all_reduce(z)
+    checks.equal(z, torch.full((3,), complex(world, 2 * world), dtype=torch.complex64), "complex all_reduce")
+    checks.raises(lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND), "bitwise", "BAND")
+    checks.raises(lambda: dist.send(torch.ones(1), (rank + 1) % world, tag=3), "tag 3", "tagged send")
+    checks.raises(lambda: dist.recv(torch.ones(1)), "any source", "recv from any source")
+    checks.raises(lambda: dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1)), "divisible",
+                  "all_to_all_single of an odd size")
+    t = torch.ones(5)
+    dist.all_reduce(t)  # still usable
+    checks.equal(t, torch.full((5,), float(world)), "all_reduce after the errors")
+
+
+def case_mismatch(checks, rank, world):
+    """Ranks that disagree on a collective's size all raise (Gloo hangs or mixes data here)."""
+    message = checks.raises(lambda: dist.all_reduce(torch.ones(10 + rank)), "", "all_reduce of different sizes")
+    if message is not None and "ranks disagree" not in message:
+        checks.failures.append(f"rank {rank}: the mismatch message does not say what differs: {message}")
+    leave(checks)
+
+
+def case_killed(checks, rank, world):
+    """The last rank dies mid-training; every survivor's next collective raises within the timeout."""
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    if rank == world - 1:
+        os._exit(0)  # no destroy: as if killed
+    start = time.monotonic()
+    message = checks.raises(lambda: [dist.all_reduce(torch.ones(1000)) for _ in range(3)], f"rank {world - 1}",
+                            "all_reduce after a death")
+    if os.environ.get("TORCH_SUITE_VERBOSE"):
+        sys.stderr.write(f"rank {rank}: {message}\n")
+    if time.monotonic() - start > 20:
+        checks.failures.append(f"rank {rank}: the error took {time.monotonic() - start:.1f} s")
+    leave(checks)
+
+
+CASES = {"ops": case_ops, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed}
+
+
+def main():
+    case, rank, world, init_file, backend = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    timeout = float(os.environ.get("TORCH_SUITE_TIMEOUT_S", "60"))
+    import datetime
+    dist.init_process_group(backend, init_method="file://" + init_file, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=timeout))
+    checks = Checks(rank)
+    try:
+        CASES[case](checks, rank, world)
+    except Exception:  # noqa: BLE001 - reported as a failure of this rank
+        checks.failures.append(f"rank {rank}: {traceback.format_exc()}")
+    if checks.failures:
+        leave(checks)  # the group may be broken: no orderly destroy
+    dist.barrier()  # rank 0 hosts the store: nobody leaves before everyone is done with it
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
