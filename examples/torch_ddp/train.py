@@ -12,7 +12,7 @@ can compare ranks and backends.
 """
 import argparse
 import math
-import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -66,6 +66,8 @@ def parse_args():
     parser.add_argument("--accumulate", type=int, default=1, help="synchronise every K steps (no_sync)")
     parser.add_argument("--bf16-hook", action="store_true", help="bfloat16 gradient compression hook")
     parser.add_argument("--dump", default="", help="write final parameters to DUMP.rank<r>")
+    parser.add_argument("--time-steps", action="store_true",
+                        help="print the mean step time after 20 warm-up steps (rank 0)")
     return parser.parse_args()
 
 
@@ -90,7 +92,11 @@ def main():
     x, y = features[shard], labels[shard]
     loss_fn = nn.CrossEntropyLoss()
     batches = math.ceil(len(x) / args.batch)
+    timed_from = None
     for step in range(args.steps):
+        if step == min(20, args.steps - 1):
+            dist.barrier()
+            timed_from = time.perf_counter()
         first = (step % batches) * args.batch
         xb, yb = x[first:first + args.batch], y[first:first + args.batch]
         synchronise = (step + 1) % args.accumulate == 0
@@ -104,6 +110,11 @@ def main():
                 (loss_fn(ddp(xb), yb) / args.accumulate).backward()
         if rank == 0 and (step + 1) % 100 == 0:
             print(f"step {step + 1}: loss {loss.item() * args.accumulate:.4f}", flush=True)
+    if args.time_steps:
+        dist.barrier()
+        if rank == 0:
+            print(f"step time {(time.perf_counter() - timed_from) * 1e3 / (args.steps - min(20, args.steps - 1)):.3f} ms",
+                  flush=True)
     with torch.no_grad():
         accuracy = (model(features).argmax(dim=1) == labels).float().mean().item()
     if rank == 0:
