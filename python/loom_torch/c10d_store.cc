@@ -46,7 +46,7 @@ loomResult_t storeGet(void* context, const char* key, void* value, size_t capaci
       pause = std::min(pause * 2, std::chrono::microseconds(20000));
     }
     const std::vector<uint8_t> contents = store.get(key);
-    std::memcpy(value, contents.data(), std::min(capacity, contents.size()));
+    if (!contents.empty()) std::memcpy(value, contents.data(), std::min(capacity, contents.size()));
     *length = contents.size();
     return loomSuccess;
   });

@@ -74,7 +74,7 @@ loomResult_t storeGet(void* context, const char* key, void* value, size_t capaci
     if (std::chrono::steady_clock::now() >= giveUp) return loomInProgress;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  std::memcpy(value, contents.data(), std::min(capacity, contents.size()));
+  if (!contents.empty()) std::memcpy(value, contents.data(), std::min(capacity, contents.size()));
   *length = contents.size();
   return loomSuccess;
 }
