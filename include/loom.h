@@ -221,6 +221,13 @@ loomResult_t loomStreamCreate(loomStream_t* stream);
 loomResult_t loomStreamDestroy(loomStream_t stream);
 loomResult_t loomStreamSynchronize(loomStream_t stream);
 loomResult_t loomStreamQuery(loomStream_t stream);
+/* Runs fn(userData) on the stream's thread once all work enqueued on it before has run, as
+ * cudaLaunchHostFunc does (NULL stream: now, on the calling thread). It runs whether that work
+ * succeeded or not: loomCommGetAsyncError tells. fn must not synchronize its own stream
+ * (that returns loomInvalidUsage) and should be short, since the stream waits for it; it may
+ * enqueue more work. Not allowed inside loomGroupStart/End (loomInvalidUsage). */
+typedef void (*loomHostFn_t)(void* userData);
+loomResult_t loomLaunchHostFunc(loomStream_t stream, loomHostFn_t fn, void* userData);
 
 /* ---- Collectives ------------------------------------------------------------------------ */
 loomResult_t loomAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -1,6 +1,7 @@
 // Stream entry points. A stream handle names an entry of the stream table (api_handles.cc), so
 // a destroyed, stale or garbage handle is loomInvalidArgument, never a hang or a crash.
 #include "api/api_internal.h"
+#include "core/group.h"
 #include "core/stream.h"
 
 using namespace loom;
@@ -40,6 +41,21 @@ loomResult_t loomStreamQuery(loomStream_t stream) {
   const loomResult_t checked = api::guarded("loomStreamQuery", [&] { impl = api::checkedStream(stream); });
   if (checked != loomSuccess) return checked;
   return impl->idle() ? loomSuccess : loomInProgress;
+}
+
+loomResult_t loomLaunchHostFunc(loomStream_t stream, loomHostFn_t fn, void* userData) {
+  return api::guarded("loomLaunchHostFunc", [&] {
+    if (fn == nullptr) throwArgument("fn is NULL");
+    // A group's calls reach their stream at loomGroupEnd; a function enqueued now would run
+    // before them, which is never what a caller inside the group means.
+    if (group::active()) throwUsage("called inside loomGroupStart/End: call it after loomGroupEnd");
+    std::shared_ptr<Stream> impl = api::checkedStream(stream);
+    if (!impl) {
+      fn(userData);  // the NULL stream: everything issued before has completed
+      return;
+    }
+    impl->enqueueHostFunction([fn, userData] { fn(userData); });
+  });
 }
 
 }  // extern "C"

@@ -18,6 +18,12 @@ Stream::~Stream() {
 
 void Stream::enqueue(std::vector<CallBatch> item) {
   for (const CallBatch& batch : item) batch.comm->asyncWorkAdded();
+  push(Item{std::move(item), {}});
+}
+
+void Stream::enqueueHostFunction(std::function<void()> function) { push(Item{{}, std::move(function)}); }
+
+void Stream::push(Item item) {
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(item));
@@ -26,6 +32,9 @@ void Stream::enqueue(std::vector<CallBatch> item) {
 }
 
 loomResult_t Stream::synchronize(std::string* message) {
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    throw Error(loomInvalidUsage, "a host function synchronized its own stream: it would wait for itself");
+  }
   std::unique_lock lock(mutex_);
   drained_.wait(lock, [&] { return queue_.empty() && !running_; });
   loomResult_t result = error_;
@@ -45,14 +54,18 @@ void Stream::loop() {
   for (;;) {
     workReady_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything ran
-    const std::vector<CallBatch> item = std::move(queue_.front());
+    const Item item = std::move(queue_.front());
     queue_.pop_front();
     running_ = true;
     lock.unlock();
     loomResult_t code = loomSuccess;
     std::string message;
     try {
-      runBatches(item);  // failures are also recorded by each communicator (sticky)
+      if (item.hostFunction) {
+        item.hostFunction();
+      } else {
+        runBatches(item.batches);  // failures are also recorded by each communicator (sticky)
+      }
     } catch (const Error& error) {
       code = error.code();
       message = error.what();
@@ -71,7 +84,7 @@ void Stream::loop() {
     running_ = false;
     if (queue_.empty()) drained_.notify_all();
     lock.unlock();
-    for (const CallBatch& batch : item) batch.comm->asyncWorkDone();
+    for (const CallBatch& batch : item.batches) batch.comm->asyncWorkDone();
     lock.lock();
   }
 }
