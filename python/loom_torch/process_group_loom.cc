@@ -7,7 +7,11 @@
 #include <numeric>
 #include <string>
 
+#include <Python.h>
+#include <pybind11/pybind11.h>
+
 #include "c10d_store.h"
+#include "stream_work.h"
 #include "tensor_args.h"
 
 namespace loom_torch {
@@ -30,9 +34,9 @@ at::Tensor flatten(const std::vector<at::Tensor>& list) {
 }
 
 // Copies consecutive blocks of `flat` into the tensors of `list`.
-void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& list) {
+void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
   int64_t offset = 0;
-  for (at::Tensor& tensor : list) {
+  for (const at::Tensor& tensor : list) {
     tensor.copy_(flat.narrow(0, offset, tensor.numel()).view(tensor.sizes()));
     offset += tensor.numel();
   }
@@ -54,20 +58,56 @@ class Group {
   bool ended_ = false;
 };
 
+// The work keeps the buffer Loom writes; a non-contiguous output gets it copied back at the end.
+void writeBackAtEnd(StreamWork& work, const Output& out) {
+  work.keep(out.buffer());
+  if (out.needsCopyBack()) work.then([out] { out.finish(); });
+}
+
 }  // namespace
 
 ProcessGroupLoom::ProcessGroupLoom(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : BackendBase(rank, size) {
   C10dStore rendezvous(store);
   loomConfig_t config = LOOM_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, std::numeric_limits<int>::max()));
   const loomResult_t result = loomCommInitRankStore(&comm_, size, rank, rendezvous.callbacks(), "", &config);
   TORCH_CHECK(result == loomSuccess, "loom: init of rank ", rank, " of ", size, " failed: ", loomGetLastError(nullptr));
+  if (loomStreamCreate(&stream_) != loomSuccess) {
+    const std::string message = loomGetLastError(nullptr);
+    loomCommDestroy(comm_);
+    comm_ = nullptr;
+    TORCH_CHECK(false, "loom: rank ", rank, ": could not create its stream: ", message);
+  }
 }
 
 ProcessGroupLoom::~ProcessGroupLoom() {
-  if (comm_ != nullptr) loomCommDestroy(comm_);
+  // Work still on the stream completes first (its futures may run Python callbacks, so the
+  // GIL is let go meanwhile); an error there was already the work's.
+  auto drain = [this] {
+    if (stream_ != nullptr) {
+      loomStreamSynchronize(stream_);
+      loomStreamDestroy(stream_);
+    }
+    if (comm_ != nullptr) loomCommDestroy(comm_);
+  };
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    pybind11::gil_scoped_release release;
+    drain();
+  } else {
+    drain();
+  }
+}
+
+c10::intrusive_ptr<StreamWork> ProcessGroupLoom::work(c10d::OpType type, const char* operation,
+                                                      std::vector<at::Tensor> outputs) const {
+  return c10::make_intrusive<StreamWork>(type, operation, comm_, std::move(outputs));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::launch(const c10::intrusive_ptr<StreamWork>& work) const {
+  StreamWork::launch(work, stream_);
+  return work;
 }
 
 void ProcessGroupLoom::check(loomResult_t result, const char* operation) const {
@@ -76,29 +116,35 @@ void ProcessGroupLoom::check(loomResult_t result, const char* operation) const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
-  Output out(single(tensors, "broadcast", "tensors"));
-  at::Tensor& buffer = out.buffer();
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  const Output out(single(tensors, "broadcast", "tensors"));
+  const at::Tensor& buffer = out.buffer();
   check(loomBroadcast(buffer.data_ptr(), buffer.data_ptr(), elements(buffer), loomType(buffer, "broadcast"),
-                      static_cast<int>(opts.rootRank), comm_, nullptr),
+                      static_cast<int>(opts.rootRank), comm_, stream_),
         "broadcast");
-  out.finish();
-  return completedWork(c10d::OpType::BROADCAST, tensors);
+  auto done = work(c10d::OpType::BROADCAST, "broadcast", tensors);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
-  Output out(single(tensors, "allreduce", "tensors"));
-  at::Tensor& buffer = out.buffer();
-  const ReduceOpFor op(opts.reduceOp, buffer, comm_, "allreduce");
-  check(loomAllReduce(buffer.data_ptr(), buffer.data_ptr(), elements(buffer), loomType(buffer, "allreduce"), op.op(),
-                      comm_, nullptr),
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  const Output out(single(tensors, "allreduce", "tensors"));
+  const at::Tensor& buffer = out.buffer();
+  auto op = std::make_unique<ReduceOpFor>(opts.reduceOp, buffer, comm_, "allreduce");
+  check(loomAllReduce(buffer.data_ptr(), buffer.data_ptr(), elements(buffer), loomType(buffer, "allreduce"), op->op(),
+                      comm_, stream_),
         "allreduce");
-  out.finish();
-  return completedWork(c10d::OpType::ALLREDUCE, tensors);
+  auto done = work(c10d::OpType::ALLREDUCE, "allreduce", tensors);
+  done->keep(std::move(op));
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                      const c10d::AllreduceCoalescedOptions& opts) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   std::vector<Output> outs;
   outs.reserve(tensors.size());
   std::vector<std::unique_ptr<ReduceOpFor>> ops;
@@ -111,58 +157,70 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce_coalesced(std::vector
   for (size_t i = 0; i < outs.size(); ++i) {
     at::Tensor& buffer = outs[i].buffer();
     check(loomAllReduce(buffer.data_ptr(), buffer.data_ptr(), elements(buffer),
-                        loomType(buffer, "allreduce_coalesced"), ops[i]->op(), comm_, nullptr),
+                        loomType(buffer, "allreduce_coalesced"), ops[i]->op(), comm_, stream_),
           "allreduce_coalesced");
   }
   check(group.end(), "allreduce_coalesced");
-  for (Output& out : outs) out.finish();
-  return completedWork(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  auto done = work(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors);
+  for (auto& op : ops) done->keep(std::move(op));
+  for (const Output& out : outs) writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
-  Output out(single(tensors, "reduce", "tensors"));
-  at::Tensor& buffer = out.buffer();
-  const ReduceOpFor op(opts.reduceOp, buffer, comm_, "reduce");
-  check(loomReduce(buffer.data_ptr(), buffer.data_ptr(), elements(buffer), loomType(buffer, "reduce"), op.op(),
-                   static_cast<int>(opts.rootRank), comm_, nullptr),
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  const Output out(single(tensors, "reduce", "tensors"));
+  const at::Tensor& buffer = out.buffer();
+  auto op = std::make_unique<ReduceOpFor>(opts.reduceOp, buffer, comm_, "reduce");
+  check(loomReduce(buffer.data_ptr(), buffer.data_ptr(), elements(buffer), loomType(buffer, "reduce"), op->op(),
+                   static_cast<int>(opts.rootRank), comm_, stream_),
         "reduce");
-  out.finish();
-  return completedWork(c10d::OpType::REDUCE, tensors);
+  auto done = work(c10d::OpType::REDUCE, "reduce", tensors);
+  done->keep(std::move(op));
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::AllgatherOptions&) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   const at::Tensor input = single(inputs, "allgather", "input_tensor").contiguous();
   TORCH_CHECK(outputs.size() == 1, "loom: allgather: output_tensor_lists must hold one list (got ", outputs.size(), ")");
   requireList(outputs.front(), static_cast<size_t>(getSize()), input, "allgather", "output_tensor_list");
-  at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
-  check(loomAllGather(input.data_ptr(), flat.data_ptr(), elements(input), loomType(input, "allgather"), comm_, nullptr),
+  const at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
+  check(loomAllGather(input.data_ptr(), flat.data_ptr(), elements(input), loomType(input, "allgather"), comm_, stream_),
         "allgather");
-  unflatten(flat, outputs.front());
-  return completedWork(c10d::OpType::ALLGATHER, outputs.front());
+  auto done = work(c10d::OpType::ALLGATHER, "allgather", outputs.front());
+  done->keep(input);
+  done->then([flat, list = outputs.front()] { unflatten(flat, list); });
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions&) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   requireCpu(input, "all_gather_into_tensor", "input_tensor");
   requireCpu(output, "all_gather_into_tensor", "output_tensor");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * getSize(),
               "loom: all_gather_into_tensor: output_tensor must hold world_size (", getSize(), ") x ", input.numel(),
               " elements of ", input.scalar_type(), ", it holds ", output.numel(), " of ", output.scalar_type());
   const at::Tensor in = input.contiguous();
-  Output out(output);
+  const Output out(output);
   check(loomAllGather(in.data_ptr(), out.buffer().data_ptr(), elements(in), loomType(in, "all_gather_into_tensor"),
-                      comm_, nullptr),
+                      comm_, stream_),
         "all_gather_into_tensor");
-  out.finish();
-  return completedWork(c10d::OpType::_ALLGATHER_BASE, {output});
+  auto done = work(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output});
+  done->keep(in);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputLists,
                                                                      std::vector<at::Tensor>& inputs,
                                                                      const c10d::AllgatherOptions&) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   TORCH_CHECK(outputLists.size() == static_cast<size_t>(getSize()), "loom: allgather_coalesced: output_lists must hold ",
               getSize(), " lists (one per rank), got ", outputLists.size());
   std::vector<at::Tensor> ins;
@@ -172,34 +230,40 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allgather_coalesced(std::vector
     ins.push_back(inputs[i].contiguous());
     flats.push_back(at::empty({inputs[i].numel() * getSize()}, inputs[i].options()));
   }
+  std::vector<at::Tensor> outputs;
   for (size_t rank = 0; rank < outputLists.size(); ++rank) {
     TORCH_CHECK(outputLists[rank].size() == inputs.size(), "loom: allgather_coalesced: output_lists[", rank, "] holds ",
                 outputLists[rank].size(), " tensors, input_list ", inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       requireLike(outputLists[rank][i], inputs[i], "allgather_coalesced",
                   "output_lists[" + std::to_string(rank) + "][" + std::to_string(i) + "]");
+      outputs.push_back(outputLists[rank][i]);
     }
   }
   Group group;
   for (size_t i = 0; i < ins.size(); ++i) {
     check(loomAllGather(ins[i].data_ptr(), flats[i].data_ptr(), elements(ins[i]), loomType(ins[i], "allgather_coalesced"),
-                        comm_, nullptr),
+                        comm_, stream_),
           "allgather_coalesced");
   }
   check(group.end(), "allgather_coalesced");
-  std::vector<at::Tensor> outputs;
-  for (size_t rank = 0; rank < outputLists.size(); ++rank) {
-    for (size_t i = 0; i < ins.size(); ++i) {
-      outputLists[rank][i].copy_(flats[i].narrow(0, static_cast<int64_t>(rank) * ins[i].numel(), ins[i].numel())
-                                     .view(outputLists[rank][i].sizes()));
-      outputs.push_back(outputLists[rank][i]);
+  auto done = work(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", outputs);
+  for (const at::Tensor& in : ins) done->keep(in);
+  // outputs holds output_lists rank by rank: rank r's block of flats[i] goes to outputs[r * inputs + i].
+  done->then([flats, outputs] {
+    const size_t perRank = flats.size();
+    for (size_t slot = 0; slot < outputs.size(); ++slot) {
+      const at::Tensor& flat = flats[slot % perRank];
+      const int64_t block = outputs[slot].numel();
+      outputs[slot].copy_(flat.narrow(0, static_cast<int64_t>(slot / perRank) * block, block).view(outputs[slot].sizes()));
     }
-  }
-  return completedWork(c10d::OpType::ALLGATHER_COALESCED, outputs);
+  });
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   const at::Tensor input = single(inputs, "gather", "tensor").contiguous();
   const bool root = opts.rootRank == getRank();
   at::Tensor flat;
@@ -211,18 +275,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::gather(std::vector<std::vector<
     TORCH_CHECK(outputs.empty() || outputs.front().empty(), "loom: gather: gather_list must be empty off the root");
   }
   check(loomGather(input.data_ptr(), root ? flat.data_ptr() : nullptr, elements(input), loomType(input, "gather"),
-                   static_cast<int>(opts.rootRank), comm_, nullptr),
+                   static_cast<int>(opts.rootRank), comm_, stream_),
         "gather");
-  if (!root) return completedWork(c10d::OpType::GATHER, {});
-  unflatten(flat, outputs.front());
-  return completedWork(c10d::OpType::GATHER, outputs.front());
+  auto done = work(c10d::OpType::GATHER, "gather", root ? outputs.front() : std::vector<at::Tensor>{});
+  done->keep(input);
+  if (root) done->then([flat, list = outputs.front()] { unflatten(flat, list); });
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::scatter(std::vector<at::Tensor>& outputs,
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ScatterOptions& opts) {
-  Output out(single(outputs, "scatter", "tensor"));
-  at::Tensor& buffer = out.buffer();
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  const Output out(single(outputs, "scatter", "tensor"));
+  const at::Tensor& buffer = out.buffer();
   const bool root = opts.rootRank == getRank();
   at::Tensor flat;
   if (root) {
@@ -233,49 +299,60 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::scatter(std::vector<at::Tensor>
     TORCH_CHECK(inputs.empty() || inputs.front().empty(), "loom: scatter: scatter_list must be empty off the root");
   }
   check(loomScatter(root ? flat.data_ptr() : nullptr, buffer.data_ptr(), elements(buffer), loomType(buffer, "scatter"),
-                    static_cast<int>(opts.rootRank), comm_, nullptr),
+                    static_cast<int>(opts.rootRank), comm_, stream_),
         "scatter");
-  out.finish();
-  return completedWork(c10d::OpType::SCATTER, outputs);
+  auto done = work(c10d::OpType::SCATTER, "scatter", outputs);
+  if (root) done->keep(flat);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                                 const c10d::ReduceScatterOptions& opts) {
-  Output out(single(outputs, "reduce_scatter", "output"));
-  at::Tensor& buffer = out.buffer();
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  const Output out(single(outputs, "reduce_scatter", "output"));
+  const at::Tensor& buffer = out.buffer();
   TORCH_CHECK(inputs.size() == 1, "loom: reduce_scatter: input_list must be one list (got ", inputs.size(), ")");
   requireList(inputs.front(), static_cast<size_t>(getSize()), buffer, "reduce_scatter", "input_list");
   const at::Tensor flat = flatten(inputs.front());
-  const ReduceOpFor op(opts.reduceOp, buffer, comm_, "reduce_scatter");
+  auto op = std::make_unique<ReduceOpFor>(opts.reduceOp, buffer, comm_, "reduce_scatter");
   check(loomReduceScatter(flat.data_ptr(), buffer.data_ptr(), elements(buffer), loomType(buffer, "reduce_scatter"),
-                          op.op(), comm_, nullptr),
+                          op->op(), comm_, stream_),
         "reduce_scatter");
-  out.finish();
-  return completedWork(c10d::OpType::REDUCE_SCATTER, outputs);
+  auto done = work(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs);
+  done->keep(std::move(op));
+  done->keep(flat);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                       const c10d::ReduceScatterOptions& opts) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   requireCpu(input, "reduce_scatter_tensor", "input");
   requireCpu(output, "reduce_scatter_tensor", "output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(),
               "loom: reduce_scatter_tensor: input must hold world_size (", getSize(), ") x ", output.numel(),
               " elements of ", output.scalar_type(), ", it holds ", input.numel(), " of ", input.scalar_type());
   const at::Tensor in = input.contiguous();
-  Output out(output);
-  const ReduceOpFor op(opts.reduceOp, out.buffer(), comm_, "reduce_scatter_tensor");
+  const Output out(output);
+  auto op = std::make_unique<ReduceOpFor>(opts.reduceOp, out.buffer(), comm_, "reduce_scatter_tensor");
   check(loomReduceScatter(in.data_ptr(), out.buffer().data_ptr(), elements(output),
-                          loomType(output, "reduce_scatter_tensor"), op.op(), comm_, nullptr),
+                          loomType(output, "reduce_scatter_tensor"), op->op(), comm_, stream_),
         "reduce_scatter_tensor");
-  out.finish();
-  return completedWork(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
+  auto done = work(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output});
+  done->keep(std::move(op));
+  done->keep(in);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                                std::vector<int64_t>& outputSplitSizes,
                                                                std::vector<int64_t>& inputSplitSizes,
                                                                const c10d::AllToAllOptions&) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   requireCpu(input, "all_to_all_single", "input");
   requireCpu(output, "all_to_all_single", "output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "loom: all_to_all_single: output has dtype ",
@@ -289,10 +366,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor& outpu
                 "loom: all_to_all_single: without split sizes, input and output must hold the same number of "
                 "elements, divisible by world_size (",
                 getSize(), "); they hold ", input.numel(), " and ", output.numel());
-    check(loomAlltoAll(in.data_ptr(), out.buffer().data_ptr(), elements(in) / n, type, comm_, nullptr),
+    check(loomAlltoAll(in.data_ptr(), out.buffer().data_ptr(), elements(in) / n, type, comm_, stream_),
           "all_to_all_single");
-    out.finish();
-    return completedWork(c10d::OpType::ALLTOALL_BASE, {output});
+    auto done = work(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output});
+    done->keep(in);
+    writeBackAtEnd(*done, out);
+    return launch(done);
   }
   // Split sizes count rows of dim 0; Loom counts elements.
   auto layout = [&](std::vector<int64_t>& splits, const at::Tensor& tensor, const char* argument,
@@ -316,14 +395,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor& outpu
   layout(inputSplitSizes, in, "input_split_sizes", sendCounts, sendDispls);
   layout(outputSplitSizes, out.buffer(), "output_split_sizes", recvCounts, recvDispls);
   check(loomAlltoAllv(in.data_ptr(), sendCounts.data(), sendDispls.data(), out.buffer().data_ptr(), recvCounts.data(),
-                      recvDispls.data(), type, comm_, nullptr),
+                      recvDispls.data(), type, comm_, stream_),
         "all_to_all_single");
-  out.finish();
-  return completedWork(c10d::OpType::ALLTOALL_BASE, {output});
+  auto done = work(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output});
+  done->keep(in);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall(std::vector<at::Tensor>& outputs,
                                                           std::vector<at::Tensor>& inputs, const c10d::AllToAllOptions&) {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   const size_t n = static_cast<size_t>(getSize());
   TORCH_CHECK(inputs.size() == n && outputs.size() == n, "loom: all_to_all: input_tensor_list and output_tensor_list must",
               " hold world_size (", n, ") tensors, they hold ", inputs.size(), " and ", outputs.size());
@@ -343,12 +425,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall(std::vector<at::Tensor
     received += recvCounts[peer];
   }
   const at::Tensor flatIn = flatten(inputs);
-  at::Tensor flatOut = at::empty({static_cast<int64_t>(received)}, inputs[0].options());
+  const at::Tensor flatOut = at::empty({static_cast<int64_t>(received)}, inputs[0].options());
   check(loomAlltoAllv(flatIn.data_ptr(), sendCounts.data(), sendDispls.data(), flatOut.data_ptr(), recvCounts.data(),
-                      recvDispls.data(), loomType(flatIn, "all_to_all"), comm_, nullptr),
+                      recvDispls.data(), loomType(flatIn, "all_to_all"), comm_, stream_),
         "all_to_all");
-  unflatten(flatOut, outputs);
-  return completedWork(c10d::OpType::ALLTOALL, outputs);
+  auto done = work(c10d::OpType::ALLTOALL, "all_to_all", outputs);
+  done->keep(flatIn);
+  done->then([flatOut, list = outputs] { unflatten(flatOut, list); });
+  return launch(done);
 }
 
 // Loom matches the messages of a pair of ranks in issue order and has no tags: a tag other than
@@ -356,19 +440,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   TORCH_CHECK(tag == 0, "loom: send: tag ", tag, " is not supported: messages between two ranks match in the order they",
               " are posted; use tag 0");
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
   const at::Tensor buffer = single(tensors, "send", "tensor").contiguous();
-  check(loomSend(buffer.data_ptr(), elements(buffer), loomType(buffer, "send"), dstRank, comm_, nullptr), "send");
-  return completedWork(c10d::OpType::SEND, {});
+  check(loomSend(buffer.data_ptr(), elements(buffer), loomType(buffer, "send"), dstRank, comm_, stream_), "send");
+  auto done = work(c10d::OpType::SEND, "send", {});
+  done->keep(buffer);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   TORCH_CHECK(tag == 0, "loom: recv: tag ", tag, " is not supported: messages between two ranks match in the order they",
               " are posted; use tag 0");
-  Output out(single(tensors, "recv", "tensor"));
-  check(loomRecv(out.buffer().data_ptr(), elements(out.buffer()), loomType(out.buffer(), "recv"), srcRank, comm_, nullptr),
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  const Output out(single(tensors, "recv", "tensor"));
+  check(loomRecv(out.buffer().data_ptr(), elements(out.buffer()), loomType(out.buffer(), "recv"), srcRank, comm_, stream_),
         "recv");
-  out.finish();
-  return completedWork(c10d::OpType::RECV, tensors);
+  auto done = work(c10d::OpType::RECV, "recv", tensors);
+  writeBackAtEnd(*done, out);
+  return launch(done);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recvAnysource(std::vector<at::Tensor>&, int) {
@@ -376,8 +465,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recvAnysource(std::vector<at::T
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::barrier(const c10d::BarrierOptions&) {
-  check(loomBarrier(comm_, nullptr), "barrier");
-  return completedWork(c10d::OpType::BARRIER, {});
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  check(loomBarrier(comm_, stream_), "barrier");
+  return launch(work(c10d::OpType::BARRIER, "barrier", {}));
 }
 
 }  // namespace loom_torch

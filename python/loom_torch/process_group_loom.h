@@ -1,24 +1,31 @@
 // ProcessGroupLoom: torch.distributed's backend "loom" on CPU tensors, a thin layer over Loom's C
 // API (include/loom.h), as ProcessGroupGloo is over Gloo. One Loom communicator per process
-// group, made through the c10d store torch passes in (loomCommInitRankStore).
+// group, made through the c10d store torch passes in (loomCommInitRankStore), and one Loom
+// stream.
 //
-// This release runs each operation to completion on the calling thread (Loom's NULL stream)
-// and returns a completed work object; errors are raised by the call itself, with Loom's
-// message (rank, peer, operation, size). torch 1.13's c10d::ProcessGroup is the base; 2.x
-// (c10d::Backend) is not built yet.
+// An operation checks its arguments (a bad one raises at once and nothing is issued), issues
+// its Loom calls on the group's stream and returns a StreamWork (stream_work.h) that completes
+// when the stream has run them: many operations can be in flight, and they run in the order
+// they were issued. Errors of the calls themselves (a dead peer, ranks that disagree) are the
+// work's exception, raised by wait(), with Loom's message (rank, peer, operation, size).
+// The base is c10d::ProcessGroup on torch 1.13 and c10d::Backend on 2.x (torch_compat.h).
 #pragma once
 
 #include <loom.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <vector>
+
+#include "torch_compat.h"
 
 namespace loom_torch {
 
-class ProcessGroupLoom final : public c10d::ProcessGroup {
+class StreamWork;
+
+class ProcessGroupLoom final : public BackendBase {
  public:
   ProcessGroupLoom(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
   ~ProcessGroupLoom() override;
@@ -65,8 +72,16 @@ class ProcessGroupLoom final : public c10d::ProcessGroup {
  private:
   // Throws a RuntimeError carrying Loom's message unless `result` is loomSuccess.
   void check(loomResult_t result, const char* operation) const;
+  // The work object of an operation whose calls are being issued on stream_.
+  c10::intrusive_ptr<StreamWork> work(c10d::OpType type, const char* operation, std::vector<at::Tensor> outputs) const;
+  // Enqueues its completion after the calls just issued; returns it.
+  c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<StreamWork>& work) const;
 
   loomComm_t comm_ = nullptr;
+  loomStream_t stream_ = nullptr;
+  // Held from an operation's first call to its completion's enqueue: two Python threads on one
+  // group would otherwise interleave calls, and Loom refuses concurrent issue on a communicator.
+  std::mutex issueMutex_;
 };
 
 }  // namespace loom_torch

@@ -1,6 +1,7 @@
 #include "tensor_args.h"
 
-#include <ATen/core/ivalue.h>
+#include "torch_compat.h"
+
 #include <ATen/ops/scalar_tensor.h>
 
 #include <stdexcept>
@@ -80,12 +81,13 @@ ReduceOpFor::ReduceOpFor(const c10d::ReduceOp& op, const at::Tensor& tensor, loo
   const auto* supplement = dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "loom: ", operation, ": PREMUL_SUM without its factor");
   TORCH_CHECK(tensor.is_floating_point(), "loom: ", operation, ": PREMUL_SUM needs a floating-point tensor");
-  if (supplement->tensor_factors.empty()) {
+  const std::optional<at::Tensor> factor = premulTensorFactor(*supplement, operation);
+  if (!factor) {
     scalar_ = at::scalar_tensor(supplement->double_factor, tensor.options());
   } else {
-    TORCH_CHECK(supplement->tensor_factors.size() == 1 && supplement->tensor_factors.front().numel() == 1,
-                "loom: ", operation, ": PREMUL_SUM takes one factor tensor of one element");
-    scalar_ = supplement->tensor_factors.front().to(tensor.options()).contiguous();
+    TORCH_CHECK(factor->numel() == 1, "loom: ", operation, ": PREMUL_SUM's factor tensor must hold one element, it holds ",
+                factor->numel());
+    scalar_ = factor->to(tensor.options()).contiguous();
   }
   loomRedOp_t made = loomSum;
   const loomResult_t result = loomRedOpCreatePreMulSum(&made, scalar_.data_ptr(), loomType(tensor, operation),
@@ -97,31 +99,6 @@ ReduceOpFor::ReduceOpFor(const c10d::ReduceOp& op, const at::Tensor& tensor, loo
 
 ReduceOpFor::~ReduceOpFor() {
   if (premulComm_ != nullptr) loomRedOpDestroy(op_, premulComm_);
-}
-
-namespace {
-
-class CompletedWork final : public c10d::Work {
- public:
-  CompletedWork(c10d::OpType type, std::vector<at::Tensor> outputs)
-      : c10d::Work(-1, type), outputs_(std::move(outputs)) {
-    finish();
-  }
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
-    auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-    future->markCompleted(c10::IValue(outputs_));
-    return future;
-  }
-
- private:
-  std::vector<at::Tensor> outputs_;
-};
-
-}  // namespace
-
-c10::intrusive_ptr<c10d::Work> completedWork(c10d::OpType type, std::vector<at::Tensor> outputs) {
-  return c10::make_intrusive<CompletedWork>(type, std::move(outputs));
 }
 
 }  // namespace loom_torch

@@ -1,12 +1,10 @@
 // What ProcessGroupLoom checks and converts before a Loom call: tensors (CPU, one per call,
-// dtype Loom knows, same shape where it must match), torch's ReduceOp as a loomRedOp_t, and
-// the completed work object a call returns. Every refusal is a RuntimeError (TORCH_CHECK)
-// that names the operation and the argument.
+// dtype Loom knows, same shape where it must match) and torch's ReduceOp as a loomRedOp_t.
+// Every refusal is a RuntimeError (TORCH_CHECK) that names the operation and the argument.
 #pragma once
 
 #include <loom.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <string>
 #include <vector>
@@ -30,17 +28,21 @@ void requireList(const std::vector<at::Tensor>& list, size_t count, const at::Te
                  const char* argument);
 
 // A tensor Loom may write: the tensor itself when contiguous, else a contiguous copy that
-// finish() writes back.
+// finish() writes back. Holds its own handles (the caller's list is gone when the work
+// completes), so it can be copied into a completion step.
 class Output {
  public:
-  explicit Output(at::Tensor& tensor) : tensor_(tensor), buffer_(tensor.is_contiguous() ? tensor : tensor.contiguous()) {}
+  explicit Output(const at::Tensor& tensor)
+      : tensor_(tensor), buffer_(tensor.is_contiguous() ? tensor : tensor.contiguous()) {}
   at::Tensor& buffer() { return buffer_; }
-  void finish() {
-    if (!buffer_.is_same(tensor_)) tensor_.copy_(buffer_);
+  const at::Tensor& buffer() const { return buffer_; }
+  bool needsCopyBack() const { return !buffer_.is_same(tensor_); }
+  void finish() const {
+    if (needsCopyBack()) tensor_.copy_(buffer_);
   }
 
  private:
-  at::Tensor& tensor_;
+  at::Tensor tensor_;
   at::Tensor buffer_;
 };
 
@@ -60,8 +62,5 @@ class ReduceOpFor {
   loomComm_t premulComm_ = nullptr;  // set while a PreMulSum operator is live
   at::Tensor scalar_;                // its scalar, in the tensor's dtype
 };
-
-// A finished operation: wait() returns at once, result() and getFuture() hold `outputs`.
-c10::intrusive_ptr<c10d::Work> completedWork(c10d::OpType type, std::vector<at::Tensor> outputs);
 
 }  // namespace loom_torch

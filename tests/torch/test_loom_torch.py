@@ -52,6 +52,11 @@ def test_bad_arguments_raise_and_the_group_stays_usable(world):
     require_all_passed(run_ranks("errors", world))
 
 
+@pytest.mark.parametrize("world", [1, 3])
+def test_operations_in_flight_complete_in_order_through_the_stream(world):
+    require_all_passed(run_ranks("async", world, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
+
+
 def test_a_size_mismatch_raises_on_every_rank():
     require_all_passed(run_ranks("mismatch", 3, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
 

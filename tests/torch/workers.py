@@ -202,7 +202,51 @@ def case_killed(checks, rank, world):
     leave(checks)
 
 
-CASES = {"ops": case_ops, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed}
+def case_async(checks, rank, world):
+    """Operations run on the group's Loom stream: many in flight, completed in issue order,
+    not complete before the peers join; futures, wait(timeout) and errors through wait()."""
+    import datetime
+    # The last rank joins 1.5 s late: before that, rank 0's work cannot be complete, and a
+    # wait with a short timeout raises; later the same work completes.
+    if rank == world - 1:
+        time.sleep(1.5)
+    chain = torch.ones(4099, dtype=torch.int64)
+    works = [dist.all_reduce(chain, async_op=True) for _ in range(6)]  # each sums the previous result
+    parts = [values(rank, 1000 + i, torch.float32) for i in range(8)]
+    works += [dist.all_reduce(part, async_op=True) for part in parts]
+    gathered = [torch.empty(7) for _ in range(world)]
+    works.append(dist.all_gather(gathered, torch.full((7,), float(rank)), async_op=True))
+    if rank == 0 and world > 1:
+        if works[-1].is_completed():
+            checks.failures.append("rank 0: a collective completed before the last rank joined")
+        try:
+            works[-1].wait(timeout=datetime.timedelta(milliseconds=200))
+            checks.failures.append("rank 0: wait(200 ms) returned before the last rank joined")
+        except RuntimeError as error:
+            if "timed out" not in str(error).lower():
+                checks.failures.append(f"rank 0: wait(200 ms) raised something else: {error}")
+    future = works[-1].get_future().then(lambda fut: [t * 2 for t in fut.value()])
+    for work in works:
+        work.wait()
+        if not work.is_completed() or not work.is_success():
+            checks.failures.append(f"rank {rank}: a waited work is not complete and successful")
+    checks.equal(chain, torch.full((4099,), world ** 6, dtype=torch.int64), "six chained in-place all_reduce")
+    for i, part in enumerate(parts):
+        checks.equal(part, reference_sum(world, 1000 + i, torch.float32), f"in-flight all_reduce {i}")
+    for peer in range(world):
+        checks.equal(gathered[peer], torch.full((7,), float(peer)), f"all_gather block {peer}")
+        checks.equal(future.wait()[peer], torch.full((7,), 2.0 * peer), f"future callback on block {peer}")
+    # An error of the calls themselves (ranks disagree) is raised by wait(), not by the call.
+    if world > 1:
+        work = dist.all_reduce(torch.ones(10 + rank), async_op=True)
+        message = checks.raises(work.wait, "ranks disagree", "wait() on a mismatched all_reduce")
+        if message is not None and work.is_success():
+            checks.failures.append(f"rank {rank}: a failed work says it succeeded")
+        leave(checks)
+
+
+CASES = {"ops": case_ops, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed,
+         "async": case_async}
 
 
 def main():

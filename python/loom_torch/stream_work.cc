@@ -1,0 +1,66 @@
+#include "stream_work.h"
+
+#include <exception>
+#include <stdexcept>
+
+#include "tensor_args.h"
+
+namespace loom_torch {
+
+StreamWork::StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, std::vector<at::Tensor> outputs)
+    : c10d::Work(-1, type),
+      operation_(operation),
+      comm_(comm),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+StreamWork::~StreamWork() = default;
+
+void StreamWork::keep(std::unique_ptr<ReduceOpFor> op) { ops_.push_back(std::move(op)); }
+
+void StreamWork::launch(const c10::intrusive_ptr<StreamWork>& work, loomStream_t stream) {
+  // The stream's reference: taken back by complete(), whenever the stream reaches it.
+  StreamWork* raw = c10::intrusive_ptr<StreamWork>(work).release();
+  const loomResult_t result = loomLaunchHostFunc(stream, &StreamWork::complete, raw);
+  if (result == loomSuccess) return;
+  const std::string message = loomGetLastError(nullptr);
+  complete(raw);  // nothing will run it: settle the work (it reports the calls' state)
+  TORCH_CHECK(false, "loom: ", work->operation_, ": could not enqueue its completion: ", message);
+}
+
+void StreamWork::complete(void* work) {
+  c10::intrusive_ptr<StreamWork>::reclaim(static_cast<StreamWork*>(work))->complete();
+}
+
+void StreamWork::complete() {
+  std::exception_ptr failure;
+  loomResult_t state = loomSuccess;
+  if (loomCommGetAsyncError(comm_, &state) != loomSuccess || state != loomSuccess) {
+    failure = std::make_exception_ptr(
+        std::runtime_error("loom: " + operation_ + " failed: " + std::string(loomGetLastError(comm_))));
+  }
+  if (!failure) {
+    try {
+      for (const std::function<void()>& step : steps_) step();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  // What the calls read can go now; a PreMulSum operator is destroyed after its last call ran.
+  steps_.clear();
+  kept_.clear();
+  ops_.clear();
+  finish(failure);  // wakes wait(), before the future's callbacks run
+  try {
+    if (failure) {
+      future_->setError(failure);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  } catch (...) {
+    // A future is completed only here; a callback's own exception is the child future's
+    // business. Nothing may leave a host function.
+  }
+}
+
+}  // namespace loom_torch

@@ -1,0 +1,61 @@
+// StreamWork: the c10d work object of one operation issued on a process group's Loom stream.
+//
+// The operation's Loom calls are enqueued on the stream and return at once; right after them
+// the process group enqueues this work's completion as a host function (loomLaunchHostFunc),
+// so it runs on the stream's thread exactly when the calls have run. Completion then runs the
+// operation's own last steps (copying results into non-contiguous or listed output tensors),
+// releases what the calls read (inputs, staging tensors, a PreMulSum operator), marks the work
+// done, and completes its future with the outputs. If a call failed, the communicator's error
+// is the work's exception and the future's error, with Loom's message (rank, peer, operation).
+//
+// c10d::Work's own wait(timeout), isCompleted, isSuccess and exception serve the state; this
+// class adds result(), getFuture() and the completion.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <loom.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "torch_compat.h"
+
+namespace loom_torch {
+
+class ReduceOpFor;
+
+class StreamWork final : public c10d::Work {
+ public:
+  StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, std::vector<at::Tensor> outputs);
+  ~StreamWork() override;
+
+  // Keeps `tensor` alive until the calls have run (an input or a staging buffer they use).
+  void keep(at::Tensor tensor) { kept_.push_back(std::move(tensor)); }
+  // Keeps a PreMulSum operator until the calls have run; completion destroys it.
+  void keep(std::unique_ptr<ReduceOpFor> op);
+  // A last step of the operation, run at completion before the future completes.
+  void then(std::function<void()> step) { steps_.push_back(std::move(step)); }
+
+  // Enqueues the completion on `stream`, after the calls just issued there. On failure
+  // (a destroyed stream) the work is completed with the error, which is also thrown.
+  static void launch(const c10::intrusive_ptr<StreamWork>& work, loomStream_t stream);
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  static void complete(void* work);  // the host function; owns one reference to the work
+  void complete();
+
+  const std::string operation_;
+  loomComm_t comm_;
+  std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> kept_;
+  std::vector<std::unique_ptr<ReduceOpFor>> ops_;
+  std::vector<std::function<void()>> steps_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace loom_torch
