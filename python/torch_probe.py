@@ -1,5 +1,7 @@
 """Prints what meson needs to build loom_torch against the torch of this Python, one item a
-line: version, the C++ ABI flag, include directories, library directories (';'-separated).
+line: version, the C++ ABI flag, include directories, library directories (';'-separated),
+and 1 when torch ships its own pybind11 headers (pip's wheels do; Debian's python3-torch uses
+pybind11-dev).
 Fails (exit 1, reason on stderr) when torch cannot be imported."""
 import os
 import sys
@@ -23,3 +25,6 @@ if os.path.isdir(debian_api):
     paths.append(debian_api)
 print(";".join(p for p in paths if p.rstrip("/") != "/usr/include"))
 print(";".join(cpp_extension.library_paths()))
+# An extension must see torch's pybind11 (its internals hold the registration of torch's
+# classes, ProcessGroup or Backend, that ProcessGroupLoom derives from).
+print(1 if any(os.path.isfile(os.path.join(p, "pybind11", "pybind11.h")) for p in paths) else 0)
