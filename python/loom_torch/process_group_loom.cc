@@ -105,9 +105,40 @@ c10::intrusive_ptr<StreamWork> ProcessGroupLoom::work(c10d::OpType type, const c
   return c10::make_intrusive<StreamWork>(type, operation, comm_, std::move(outputs));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::launch(const c10::intrusive_ptr<StreamWork>& work) const {
-  StreamWork::launch(work, stream_);
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::launch(const c10::intrusive_ptr<StreamWork>& work) {
+  if (coalescing_ && std::this_thread::get_id() == coalescingThread_) {
+    coalesced_.push_back(work);  // its calls are in the open group: it completes after the group
+  } else {
+    StreamWork::launch(work, stream_);
+  }
   return work;
+}
+
+void ProcessGroupLoom::startCoalescing() {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  TORCH_CHECK(!coalescing_, "loom: a coalescing window is already open on this process group");
+  check(loomGroupStart(), "start of coalescing");
+  coalescing_ = true;
+  coalescingThread_ = std::this_thread::get_id();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::finishCoalescing() {
+  const std::lock_guard<std::mutex> issuing(issueMutex_);
+  TORCH_CHECK(coalescing_ && std::this_thread::get_id() == coalescingThread_,
+              "loom: end of coalescing without its start on this thread");
+  coalescing_ = false;
+  std::vector<c10::intrusive_ptr<StreamWork>> works = std::move(coalesced_);
+  coalesced_.clear();
+  if (loomGroupEnd() != loomSuccess) {
+    // Nothing of the group ran (an operation inside it failed its checks): its work fails.
+    const std::string message = std::string("loom: coalesced operations failed: ") + loomGetLastError(comm_);
+    for (const auto& each : works) each->abandon(message);
+    TORCH_CHECK(false, message);
+  }
+  for (const auto& each : works) StreamWork::launch(each, stream_);
+  auto whole = work(c10d::OpType::UNKNOWN, "coalesced operations", {});
+  StreamWork::launch(whole, stream_);
+  return whole;
 }
 
 void ProcessGroupLoom::check(loomResult_t result, const char* operation) const {

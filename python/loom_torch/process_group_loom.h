@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "torch_compat.h"
@@ -69,19 +70,30 @@ class ProcessGroupLoom final : public BackendBase {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
+  // torch's coalescing window (batch_isend_irecv): the operations issued between start and end
+  // on this thread form one Loom group, so every rank may post all its receives and sends in
+  // any order without deadlock. Their work objects complete when the group has run.
+  void startCoalescing() override;
+  LOOM_TORCH_END_COALESCING
+  c10::intrusive_ptr<c10d::Work> finishCoalescing();
+
  private:
   // Throws a RuntimeError carrying Loom's message unless `result` is loomSuccess.
   void check(loomResult_t result, const char* operation) const;
   // The work object of an operation whose calls are being issued on stream_.
   c10::intrusive_ptr<StreamWork> work(c10d::OpType type, const char* operation, std::vector<at::Tensor> outputs) const;
-  // Enqueues its completion after the calls just issued; returns it.
-  c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<StreamWork>& work) const;
+  // Enqueues its completion after the calls just issued (inside a coalescing window: after
+  // the window's group); returns it.
+  c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<StreamWork>& work);
 
   loomComm_t comm_ = nullptr;
   loomStream_t stream_ = nullptr;
   // Held from an operation's first call to its completion's enqueue: two Python threads on one
   // group would otherwise interleave calls, and Loom refuses concurrent issue on a communicator.
   std::mutex issueMutex_;
+  bool coalescing_ = false;  // a coalescing window is open on coalescingThread_
+  std::thread::id coalescingThread_;
+  std::vector<c10::intrusive_ptr<StreamWork>> coalesced_;  // its operations' work, launched at its end
 };
 
 }  // namespace loom_torch

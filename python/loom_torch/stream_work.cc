@@ -46,6 +46,12 @@ void StreamWork::complete() {
       failure = std::current_exception();
     }
   }
+  settle(failure);
+}
+
+void StreamWork::abandon(const std::string& message) { settle(std::make_exception_ptr(std::runtime_error(message))); }
+
+void StreamWork::settle(std::exception_ptr failure) {
   // What the calls read can go now; a PreMulSum operator is destroyed after its last call ran.
   steps_.clear();
   kept_.clear();

@@ -42,12 +42,16 @@ class StreamWork final : public c10d::Work {
   // (a destroyed stream) the work is completed with the error, which is also thrown.
   static void launch(const c10::intrusive_ptr<StreamWork>& work, loomStream_t stream);
 
+  // Completes the work with `message` as its error: its calls will never run.
+  void abandon(const std::string& message);
+
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
  private:
   static void complete(void* work);  // the host function; owns one reference to the work
   void complete();
+  void settle(std::exception_ptr failure);  // the work's end: releases, finishes, completes the future
 
   const std::string operation_;
   loomComm_t comm_;

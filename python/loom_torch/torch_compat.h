@@ -35,6 +35,18 @@ using BackendBase = c10d::Backend;  // wrapped by torch's ProcessGroup
 using BackendBase = c10d::ProcessGroup;
 #endif
 
+// endCoalescing, which ends torch's coalescing window (batch_isend_irecv on 1.13): 1.13 has
+// `void endCoalescing(std::vector<intrusive_ptr<Work>>& reqs)`, 2.x `intrusive_ptr<Work>
+// endCoalescing()`. ProcessGroupLoom implements finishCoalescing(), which returns the
+// window's work; this declares the override that torch calls.
+#if LOOM_TORCH_BACKEND_API
+#define LOOM_TORCH_END_COALESCING \
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override { return finishCoalescing(); }
+#else
+#define LOOM_TORCH_END_COALESCING \
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>&) override { finishCoalescing(); }
+#endif
+
 // PREMUL_SUM's factor when it is a tensor: 1.13 holds `std::vector<at::Tensor> tensor_factors`,
 // 2.x `at::Tensor tensor_factor`. Detected by member rather than version number, since the
 // release that changed it is not pinned down. nullopt: the factor is `double_factor`.

@@ -57,6 +57,11 @@ def test_operations_in_flight_complete_in_order_through_the_stream(world):
     require_all_passed(run_ranks("async", world, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
 
 
+@pytest.mark.parametrize("world", [2, 4])
+def test_batch_isend_irecv_posting_receives_first_does_not_deadlock(world):
+    require_all_passed(run_ranks("batch", world, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
+
+
 def test_a_size_mismatch_raises_on_every_rank():
     require_all_passed(run_ranks("mismatch", 3, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
 

@@ -245,7 +245,29 @@ def case_async(checks, rank, world):
         leave(checks)
 
 
-CASES = {"ops": case_ops, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed,
+def case_batch(checks, rank, world):
+    """batch_isend_irecv: every rank posts its receives from all others before its sends (Gloo's
+    own test's order), then a ring exchange: deadlock-free because torch's coalescing window is
+    one Loom group."""
+    for dtype in (torch.float32, torch.int64):
+        recvs = {peer: torch.full((4099,), -1, dtype=dtype) for peer in range(world) if peer != rank}
+        ops = [dist.P2POp(dist.irecv, recvs[peer], peer) for peer in recvs]
+        ops += [dist.P2POp(dist.isend, torch.full((4099,), rank + 1, dtype=dtype), peer) for peer in recvs]
+        for work in dist.batch_isend_irecv(ops) if ops else []:
+            work.wait()
+        for peer, got in recvs.items():
+            checks.equal(got, torch.full((4099,), peer + 1, dtype=dtype), f"batch {dtype} from rank {peer}")
+    if world > 1:
+        right, left = (rank + 1) % world, (rank - 1) % world
+        got = torch.zeros(7)
+        works = dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((7,), float(rank)), right),
+                                        dist.P2POp(dist.irecv, got, left)])
+        for work in works:
+            work.wait()
+        checks.equal(got, torch.full((7,), float(left)), "ring exchange")
+
+
+CASES = {"ops": case_ops, "batch": case_batch, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed,
          "async": case_async}
 
 
