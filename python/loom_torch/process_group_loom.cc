@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 
 #include "c10d_store.h"
+#include "completer.h"
 #include "stream_work.h"
 #include "tensor_args.h"
 
@@ -69,6 +70,7 @@ void writeBackAtEnd(StreamWork& work, const Output& out) {
 ProcessGroupLoom::ProcessGroupLoom(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    std::chrono::milliseconds timeout)
     : BackendBase(rank, size) {
+  completer_ = std::make_unique<Completer>();
   C10dStore rendezvous(store);
   loomConfig_t config = LOOM_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, std::numeric_limits<int>::max()));
@@ -90,6 +92,7 @@ ProcessGroupLoom::~ProcessGroupLoom() {
       loomStreamSynchronize(stream_);
       loomStreamDestroy(stream_);
     }
+    completer_.reset();  // the futures' callbacks finish
     if (comm_ != nullptr) loomCommDestroy(comm_);
   };
   if (Py_IsInitialized() && PyGILState_Check()) {
@@ -102,7 +105,7 @@ ProcessGroupLoom::~ProcessGroupLoom() {
 
 c10::intrusive_ptr<StreamWork> ProcessGroupLoom::work(c10d::OpType type, const char* operation,
                                                       std::vector<at::Tensor> outputs) const {
-  return c10::make_intrusive<StreamWork>(type, operation, comm_, std::move(outputs));
+  return c10::make_intrusive<StreamWork>(type, operation, comm_, completer_.get(), std::move(outputs));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::launch(const c10::intrusive_ptr<StreamWork>& work) {

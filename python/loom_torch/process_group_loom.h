@@ -24,6 +24,7 @@
 
 namespace loom_torch {
 
+class Completer;
 class StreamWork;
 
 class ProcessGroupLoom final : public BackendBase {
@@ -88,6 +89,7 @@ class ProcessGroupLoom final : public BackendBase {
 
   loomComm_t comm_ = nullptr;
   loomStream_t stream_ = nullptr;
+  std::unique_ptr<Completer> completer_;  // completes the futures (completer.h)
   // Held from an operation's first call to its completion's enqueue: two Python threads on one
   // group would otherwise interleave calls, and Loom refuses concurrent issue on a communicator.
   std::mutex issueMutex_;

@@ -3,14 +3,17 @@
 #include <exception>
 #include <stdexcept>
 
+#include "completer.h"
 #include "tensor_args.h"
 
 namespace loom_torch {
 
-StreamWork::StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, std::vector<at::Tensor> outputs)
+StreamWork::StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, Completer* completer,
+                       std::vector<at::Tensor> outputs)
     : c10d::Work(-1, type),
       operation_(operation),
       comm_(comm),
+      completer_(completer),
       outputs_(std::move(outputs)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
@@ -56,17 +59,15 @@ void StreamWork::settle(std::exception_ptr failure) {
   steps_.clear();
   kept_.clear();
   ops_.clear();
-  finish(failure);  // wakes wait(), before the future's callbacks run
-  try {
+  finish(failure);  // wakes wait()
+  // The future's callbacks are user code and may wait for later work on this stream.
+  completer_->post([work = c10::intrusive_ptr<StreamWork>::reclaim_copy(this), failure] {
     if (failure) {
-      future_->setError(failure);
+      work->future_->setError(failure);
     } else {
-      future_->markCompleted(c10::IValue(outputs_));
+      work->future_->markCompleted(c10::IValue(work->outputs_));
     }
-  } catch (...) {
-    // A future is completed only here; a callback's own exception is the child future's
-    // business. Nothing may leave a host function.
-  }
+  });
 }
 
 }  // namespace loom_torch

@@ -4,9 +4,11 @@
 // the process group enqueues this work's completion as a host function (loomLaunchHostFunc),
 // so it runs on the stream's thread exactly when the calls have run. Completion then runs the
 // operation's own last steps (copying results into non-contiguous or listed output tensors),
-// releases what the calls read (inputs, staging tensors, a PreMulSum operator), marks the work
-// done, and completes its future with the outputs. If a call failed, the communicator's error
-// is the work's exception and the future's error, with Loom's message (rank, peer, operation).
+// releases what the calls read (inputs, staging tensors, a PreMulSum operator) and marks the
+// work done, which wakes wait(). The future, whose callbacks are user code, is completed with
+// the outputs on the group's Completer (completer.h), never on the stream's thread. If a call
+// failed, the communicator's error is the work's exception and the future's error, with Loom's
+// message (rank, peer, operation).
 //
 // c10d::Work's own wait(timeout), isCompleted, isSuccess and exception serve the state; this
 // class adds result(), getFuture() and the completion.
@@ -24,11 +26,15 @@
 
 namespace loom_torch {
 
+class Completer;
 class ReduceOpFor;
 
 class StreamWork final : public c10d::Work {
  public:
-  StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, std::vector<at::Tensor> outputs);
+  // `completer` completes the future; it outlives the work's completion (the process group
+  // drains its stream before it goes).
+  StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, Completer* completer,
+             std::vector<at::Tensor> outputs);
   ~StreamWork() override;
 
   // Keeps `tensor` alive until the calls have run (an input or a staging buffer they use).
@@ -55,6 +61,7 @@ class StreamWork final : public c10d::Work {
 
   const std::string operation_;
   loomComm_t comm_;
+  Completer* completer_;
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> kept_;
   std::vector<std::unique_ptr<ReduceOpFor>> ops_;

@@ -236,6 +236,33 @@ def case_async(checks, rank, world):
     for peer in range(world):
         checks.equal(gathered[peer], torch.full((7,), float(peer)), f"all_gather block {peer}")
         checks.equal(future.wait()[peer], torch.full((7,), 2.0 * peer), f"future callback on block {peer}")
+    # A future's callback that waits for another collective (PowerSGD's hook does) must not
+    # wait for work queued behind itself: callbacks run off the stream's thread.
+    def nested(fut):
+        inner = torch.ones(3)
+        dist.all_reduce(inner, async_op=True).get_future().wait()
+        return [fut.value()[0] + inner[0]]
+    chained = dist.all_reduce(torch.ones(5), async_op=True).get_future().then(nested)
+    checks.equal(chained.wait()[0], torch.full((5,), 2.0 * world), "a callback waiting on a nested all_reduce")
+    # PowerSGD end to end: DDP with its hook, which waits inside its callbacks.
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+    from torch.nn.parallel import DistributedDataParallel
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Linear(32, 4)))
+    state = powerSGD.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2,
+                                   use_error_feedback=True, warm_start=True)
+    model.register_comm_hook(state, powerSGD.powerSGD_hook)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    torch.manual_seed(1 + rank)
+    for _ in range(5):
+        optimizer.zero_grad()
+        model(torch.randn(8, 16)).square().sum().backward()
+        optimizer.step()
+    fingerprint = torch.cat([p.detach().flatten() for p in model.parameters()])
+    everyone = [torch.empty_like(fingerprint) for _ in range(world)]
+    dist.all_gather(everyone, fingerprint)
+    for peer in range(world):
+        checks.equal(everyone[peer], fingerprint, f"PowerSGD parameters of rank {peer} against this rank's")
     # An error of the calls themselves (ranks disagree) is raised by wait(), not by the call.
     if world > 1:
         work = dist.all_reduce(torch.ones(10 + rank), async_op=True)
