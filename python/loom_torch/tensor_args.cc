@@ -28,6 +28,8 @@ loomDataType_t loomType(const at::Tensor& tensor, const char* operation) {
 void requireCpu(const at::Tensor& tensor, const char* operation, const char* argument) {
   TORCH_CHECK(tensor.device().is_cpu(), "loom: ", operation, ": ", argument, " is on ", tensor.device(),
               "; this release of the loom backend takes CPU tensors only (its CUDA path is not built yet)");
+  TORCH_CHECK(tensor.layout() == at::kStrided, "loom: ", operation, ": ", argument, " has layout ", tensor.layout(),
+              "; the loom backend takes dense (strided) tensors only");
 }
 
 at::Tensor& single(std::vector<at::Tensor>& tensors, const char* operation, const char* argument) {

@@ -169,6 +169,8 @@ def case_errors(checks, rank, world):
     dist.all_reduce(z)
     checks.equal(z, torch.full((3,), complex(world, 2 * world), dtype=torch.complex64), "complex all_reduce")
     checks.raises(lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND), "bitwise", "BAND")
+    sparse = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.tensor([1.0, 2.0]), (4,))
+    checks.raises(lambda: dist.all_reduce(sparse), "dense (strided)", "sparse all_reduce")
     checks.raises(lambda: dist.send(torch.ones(1), (rank + 1) % world, tag=3), "tag 3", "tagged send")
     checks.raises(lambda: dist.recv(torch.ones(1)), "any source", "recv from any source")
     checks.raises(lambda: dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1)), "divisible",
