@@ -14,8 +14,7 @@ StreamWork::StreamWork(c10d::OpType type, const char* operation, loomComm_t comm
       operation_(operation),
       comm_(comm),
       completer_(completer),
-      outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      outputs_(std::move(outputs)) {}
 
 StreamWork::~StreamWork() = default;
 
@@ -59,15 +58,37 @@ void StreamWork::settle(std::exception_ptr failure) {
   steps_.clear();
   kept_.clear();
   ops_.clear();
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    const std::lock_guard<std::mutex> lock(futureMutex_);
+    settled_ = true;
+    failure_ = failure;
+    future = future_;
+  }
   finish(failure);  // wakes wait()
+  if (!future) return;  // getFuture() will hand out a completed one
   // The future's callbacks are user code and may wait for later work on this stream.
-  completer_->post([work = c10::intrusive_ptr<StreamWork>::reclaim_copy(this), failure] {
+  completer_->post([future, failure, outputs = outputs_] {
     if (failure) {
-      work->future_->setError(failure);
+      future->setError(failure);
     } else {
-      work->future_->markCompleted(c10::IValue(work->outputs_));
+      future->markCompleted(c10::IValue(outputs));
     }
   });
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> StreamWork::getFuture() {
+  const std::lock_guard<std::mutex> lock(futureMutex_);
+  if (future_) return future_;
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  if (settled_) {
+    if (failure_) {
+      future_->setError(failure_);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  }
+  return future_;
 }
 
 }  // namespace loom_torch

@@ -18,6 +18,7 @@
 #include <loom.h>
 
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,7 +53,10 @@ class StreamWork final : public c10d::Work {
   void abandon(const std::string& message);
 
   std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // Made on first use: an operation nobody asks the future of (a plain dist.all_reduce, which
+  // only waits) completes without a trip through the Completer. Asked after completion, it
+  // is returned completed.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
  private:
   static void complete(void* work);  // the host function; owns one reference to the work
@@ -66,7 +70,10 @@ class StreamWork final : public c10d::Work {
   std::vector<at::Tensor> kept_;
   std::vector<std::unique_ptr<ReduceOpFor>> ops_;
   std::vector<std::function<void()>> steps_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex futureMutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
+  bool settled_ = false;                            // under futureMutex_
+  std::exception_ptr failure_;                      // the outcome, once settled_
 };
 
 }  // namespace loom_torch
