@@ -265,6 +265,16 @@ def case_async(checks, rank, world):
     dist.all_gather(everyone, fingerprint)
     for peer in range(world):
         checks.equal(everyone[peer], fingerprint, f"PowerSGD parameters of rank {peer} against this rank's")
+    # A group destroyed inside its own future's callback: its last reference goes on the
+    # thread that runs the callback, which must not wait for itself.
+    holder = {"group": dist.new_group(list(range(world)))}
+    def destroy_group(fut):
+        group = holder.pop("group")
+        dist.destroy_process_group(group)
+        del group
+        return fut.value()
+    dropped = dist.all_reduce(torch.ones(6), group=holder["group"], async_op=True).get_future().then(destroy_group)
+    checks.equal(dropped.wait()[0], torch.full((6,), float(world)), "a group destroyed in its own callback")
     # An error of the calls themselves (ranks disagree) is raised by wait(), not by the call.
     if world > 1:
         work = dist.all_reduce(torch.ones(10 + rank), async_op=True)
