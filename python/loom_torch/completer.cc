@@ -4,35 +4,41 @@ namespace loom_torch {
 
 Completer::~Completer() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(pool_->mutex);
+    pool_->stopping = true;
   }
-  ready_.notify_all();
-  for (std::thread& thread : threads_) thread.join();
+  pool_->ready.notify_all();
+  for (std::thread& thread : threads_) {
+    if (thread.get_id() == std::this_thread::get_id()) {
+      thread.detach();  // joining itself would throw; it holds the pool and ends after this task
+    } else {
+      thread.join();
+    }
+  }
 }
 
 void Completer::post(std::function<void()> task) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  tasks_.push_back(std::move(task));
+  std::unique_lock<std::mutex> lock(pool_->mutex);
+  pool_->tasks.push_back(std::move(task));
   // Every thread may be inside a callback that waits for this very completion: then only a
   // new thread can run it.
-  if (idle_ == 0 && threads_.size() < maxThreads_) {
-    threads_.emplace_back([this] { loop(); });
+  if (pool_->idle == 0 && threads_.size() < maxThreads_) {
+    threads_.emplace_back([pool = pool_] { loop(pool); });
     return;
   }
   lock.unlock();
-  ready_.notify_one();
+  pool_->ready.notify_one();
 }
 
-void Completer::loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
+void Completer::loop(const std::shared_ptr<Pool>& pool) {
+  std::unique_lock<std::mutex> lock(pool->mutex);
   for (;;) {
-    ++idle_;
-    ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-    --idle_;
-    if (tasks_.empty()) return;  // stopping, and everything ran
-    std::function<void()> task = std::move(tasks_.front());
-    tasks_.pop_front();
+    ++pool->idle;
+    pool->ready.wait(lock, [&] { return pool->stopping || !pool->tasks.empty(); });
+    --pool->idle;
+    if (pool->tasks.empty()) return;  // stopping, and everything ran
+    std::function<void()> task = std::move(pool->tasks.front());
+    pool->tasks.pop_front();
     lock.unlock();
     try {
       task();

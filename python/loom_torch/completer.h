@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,7 +24,10 @@ namespace loom_torch {
 class Completer {
  public:
   explicit Completer(size_t maxThreads = 16) : maxThreads_(maxThreads) {}
-  ~Completer();  // runs what is posted, then joins
+  // Runs what is posted, then joins. Destroyed by one of its own tasks (a callback that
+  // destroys the process group), it joins the others and leaves the calling thread to end by
+  // itself once that task returns.
+  ~Completer();
   Completer(const Completer&) = delete;
   Completer& operator=(const Completer&) = delete;
 
@@ -32,15 +36,20 @@ class Completer {
   void post(std::function<void()> task);
 
  private:
-  void loop();
+  // What the threads share. Each thread holds it too, so a thread that outlives the Completer
+  // (the one that destroyed it, inside a task) still finds it.
+  struct Pool {
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<std::function<void()>> tasks;
+    size_t idle = 0;  // threads waiting for a task
+    bool stopping = false;
+  };
+  static void loop(const std::shared_ptr<Pool>& pool);
 
   const size_t maxThreads_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> tasks_;
-  std::vector<std::thread> threads_;
-  size_t idle_ = 0;  // threads waiting for a task
-  bool stopping_ = false;
+  const std::shared_ptr<Pool> pool_ = std::make_shared<Pool>();
+  std::vector<std::thread> threads_;  // under pool_->mutex
 };
 
 }  // namespace loom_torch

@@ -46,7 +46,7 @@ void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
 // Loom's groups as a scope: End runs everything issued since Start, once.
 class Group {
  public:
-  Group() { loomGroupStart(); }
+  Group() { TORCH_CHECK(loomGroupStart() == loomSuccess, "loom: loomGroupStart failed: ", loomGetLastError(nullptr)); }
   loomResult_t end() {
     ended_ = true;
     return loomGroupEnd();
