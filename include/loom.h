@@ -164,7 +164,8 @@ loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId c
 typedef struct loomStore_v1 {
   size_t size;   /* sizeof(loomStore_t): lets the library accept older layouts */
   void* context; /* passed to every callback */
-  /* Stores `bytes` bytes of `value` under `key`, replacing any earlier value. */
+  /* Stores `bytes` bytes of `value` under `key`, replacing any earlier value (`value` may be
+   * NULL when `bytes` is 0: an empty value). */
   loomResult_t (*set)(void* context, const char* key, const void* value, size_t bytes);
   /* Waits up to timeoutMs for `key` to be set, copies min(capacity, length) bytes of its
    * value into `value` and sets *length to the value's whole length. Returns loomInProgress
