@@ -1,5 +1,6 @@
 """The torch suite: loom_torch under torch.distributed, each case in 2 and 4 processes (the
 ranks are tests/torch/workers.py). Needs PYTHONPATH to hold <build>/python; meson test sets it."""
+import collections
 import os
 import socket
 import subprocess
@@ -60,6 +61,36 @@ def test_operations_in_flight_complete_in_order_through_the_stream(world):
 @pytest.mark.parametrize("world", [2, 4])
 def test_batch_isend_irecv_posting_receives_first_does_not_deadlock(world):
     require_all_passed(run_ranks("batch", world, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
+
+
+def test_every_case_gloo_runs_gives_gloo_s_result():
+    """Loom and Gloo on the same operations, dtypes and sizes at world size 3: wherever Gloo
+    gives a result, Loom gives the same, bit for bit; Loom refuses none of them."""
+    world = 3
+    with tempfile.TemporaryDirectory(prefix="loom-vs-gloo-") as folder:
+        dump = os.path.join(folder, "results")
+        for backend in ("loom", "gloo"):
+            require_all_passed(run_ranks("results", world, backend=backend, env={"TORCH_RESULTS_DUMP": dump}))
+        compared, gloo_refused = 0, []
+        for rank in range(world):
+            ours = torch.load(f"{dump}.loom.rank{rank}")
+            theirs = torch.load(f"{dump}.gloo.rank{rank}")
+            assert ours.keys() == theirs.keys()
+            for key, want in theirs.items():
+                got = ours[key]
+                assert not isinstance(got, str), f"rank {rank}: loom {got} in {key}"
+                if want is None:  # a result this rank does not get (reduce on a non-root)
+                    assert got is None
+                    continue
+                if isinstance(want, str):
+                    gloo_refused.append(f"{key.split(' ')[0]}: {want}")
+                    continue
+                assert got.dtype == want.dtype and torch.equal(got, want), f"rank {rank}: {key} differs from gloo's"
+                compared += 1
+    reasons = collections.Counter(gloo_refused)
+    print(f"{compared} results equal to gloo's; not from gloo ({len(gloo_refused)}):",
+          "; ".join(f"{count} x {reason}" for reason, count in sorted(reasons.items())))
+    assert compared >= 500
 
 
 def test_a_size_mismatch_raises_on_every_rank():

@@ -306,7 +306,90 @@ def case_batch(checks, rank, world):
         checks.equal(got, torch.full((7,), float(left)), "ring exchange")
 
 
-CASES = {"ops": case_ops, "batch": case_batch, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed,
+# Gloo 1.13 divides by zero (SIGFPE, the process dies) on zero-element tensors in these.
+GLOO_DIES_ON_EMPTY = {"all_gather"}
+
+
+def case_results(checks, rank, world):
+    """Every operation Gloo has, in every dtype and size, run here on this backend; the results
+    (or the error, where the backend refuses the case) go to $TORCH_RESULTS_DUMP.<backend>.rank<r>
+    for the test to compare loom's against gloo's."""
+    backend = dist.get_backend()
+    results = {}
+
+    def record(key, call):
+        op = key.split(" ")[0]
+        if backend == "gloo" and key.endswith(" x 0") and op in GLOO_DIES_ON_EMPTY:
+            results[key] = f"not run: gloo 1.13 dies of SIGFPE on an empty {op}"
+            return
+        if backend == "gloo" and "torch.bfloat16" in key:
+            # Gloo 1.13 refuses bfloat16, and the refusal resurfaces in its next barrier.
+            results[key] = "not run: gloo 1.13 has no bfloat16"
+            return
+        try:
+            results[key] = call()
+        except (RuntimeError, ValueError) as error:
+            results[key] = f"refused: {str(error).splitlines()[0]}"
+
+    def all_reduce(t, op):
+        dist.all_reduce(t, op=op)
+        return t
+
+    def gathered(t):
+        outs = [torch.empty_like(t) for _ in range(world)]
+        dist.all_gather(outs, t)
+        return torch.cat(outs)
+
+    def gather_to_last(t):
+        outs = [torch.empty_like(t) for _ in range(world)] if rank == world - 1 else None
+        dist.gather(t, gather_list=outs, dst=world - 1)
+        return torch.cat(outs) if outs is not None else t
+
+    def scatter_from_last(count, dtype):
+        out = torch.empty(count, dtype=dtype)
+        chunks = [values(rank, count, dtype, salt=j) for j in range(world)] if rank == world - 1 else None
+        dist.scatter(out, scatter_list=chunks, src=world - 1)
+        return out
+
+    def reduce_to_last(t):
+        dist.reduce(t, dst=world - 1)
+        return t if rank == world - 1 else None  # elsewhere the buffer is unspecified (Gloo leaves partial sums)
+
+    def broadcast_from_last(t):
+        dist.broadcast(t, src=world - 1)
+        return t
+
+    def all_to_all(count, dtype):
+        out = torch.empty(count * world, dtype=dtype)
+        dist.all_to_all_single(out, torch.cat([values(rank, count, dtype, salt=j) for j in range(world)]))
+        return out
+
+    def coalesced(count, dtype):
+        tensors = [values(rank, count, dtype), values(rank, count + 2, dtype, salt=1)]
+        dist.all_reduce_coalesced(tensors)
+        return torch.cat(tensors)
+
+    ops = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
+           "product": dist.ReduceOp.PRODUCT}
+    for dtype in DTYPES:
+        for count in SIZES:
+            label = f"{dtype} x {count}"
+            for name, op in ops.items():
+                if name == "product" and dtype in (torch.int8, torch.uint8):
+                    continue  # 7 ** world overflows 8 bits
+                record(f"all_reduce {name} {label}", lambda: all_reduce(values(rank, count, dtype), op))
+            record(f"broadcast {label}", lambda: broadcast_from_last(values(rank, count, dtype)))
+            record(f"reduce {label}", lambda: reduce_to_last(values(rank, count, dtype)))
+            record(f"all_gather {label}", lambda: gathered(values(rank, count, dtype)))
+            record(f"gather {label}", lambda: gather_to_last(values(rank, count, dtype)))
+            record(f"scatter {label}", lambda: scatter_from_last(count, dtype))
+            record(f"all_to_all_single {label}", lambda: all_to_all(count, dtype))
+            record(f"all_reduce_coalesced {label}", lambda: coalesced(count, dtype))
+            dist.barrier()  # a refusal on one rank only must not leave a peer's call unmatched
+    torch.save(results, f"{os.environ['TORCH_RESULTS_DUMP']}.{backend}.rank{rank}")
+
+
+CASES = {"results": case_results, "ops": case_ops, "batch": case_batch, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed,
          "async": case_async}
 
 
