@@ -3,9 +3,15 @@ this Python searches it, else the first of its site-packages under `prefix`, els
 
     site_dir.py <default> <prefix>
 """
+import os
 import site
 import sys
 
-default, prefix = sys.argv[1], sys.argv[2].rstrip("/") + "/"
-searched = site.getsitepackages()
-print(default if default in searched else next((d for d in searched if d.startswith(prefix)), default))
+
+def under(path, folder):
+    return os.path.commonpath([path, folder]) == folder
+
+
+default, prefix = os.path.normpath(sys.argv[1]), os.path.normpath(sys.argv[2])
+searched = [os.path.normpath(d) for d in site.getsitepackages()]
+print(default if default in searched else next((d for d in searched if under(d, prefix)), default))

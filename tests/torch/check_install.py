@@ -26,8 +26,10 @@ def main():
                if path.endswith(os.path.join("loom_torch", "__init__.py"))]
     if len(package) != 1:
         sys.exit(f"FAIL: loom_torch/__init__.py is installed {len(package)} times: {package}")
-    site_dir = os.path.dirname(package[0])
-    candidates = [d for d in site.getsitepackages() if d.startswith(prefix.rstrip("/") + "/")]
+    site_dir = os.path.normpath(os.path.dirname(package[0]))
+    prefix = os.path.normpath(prefix)
+    candidates = [os.path.normpath(d) for d in site.getsitepackages()
+                  if os.path.commonpath([os.path.normpath(d), prefix]) == prefix]
     print(f"prefix {prefix}: loom_torch goes to {site_dir}; {sys.executable} looks in {site.getsitepackages()}")
     if candidates and site_dir not in candidates:
         sys.exit(f"FAIL: {site_dir} is not among {sys.executable}'s site-packages under {prefix}: {candidates}")
