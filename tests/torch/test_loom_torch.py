@@ -79,10 +79,12 @@ def test_every_case_gloo_runs_gives_gloo_s_result():
             for key, want in theirs.items():
                 got = ours[key]
                 assert not isinstance(got, str), f"rank {rank}: loom {got} in {key}"
-                if want is None:  # a result this rank does not get (reduce on a non-root)
+                if want is None:  # a result this rank does not get (a non-root's reduce or gather)
                     assert got is None
                     continue
                 if isinstance(want, str):
+                    # Only the cases known not to run on Gloo 1.13; a new refusal is looked at.
+                    assert want.startswith("not run: "), f"rank {rank}: gloo {want} in {key}"
                     gloo_refused.append(f"{key.split(' ')[0]}: {want}")
                     continue
                 assert got.dtype == want.dtype and torch.equal(got, want), f"rank {rank}: {key} differs from gloo's"
@@ -90,7 +92,10 @@ def test_every_case_gloo_runs_gives_gloo_s_result():
     reasons = collections.Counter(gloo_refused)
     print(f"{compared} results equal to gloo's; not from gloo ({len(gloo_refused)}):",
           "; ".join(f"{count} x {reason}" for reason, count in sorted(reasons.items())))
-    assert compared >= 500
+    # Per rank: 8 dtypes x 5 sizes x (3 or 4 all_reduce ops + broadcast, all_gather, scatter,
+    # all_to_all_single, all_reduce_coalesced), less Gloo's bfloat16 and empty all_gather, plus
+    # reduce and gather at the root.
+    assert compared == 964
 
 
 def test_a_size_mismatch_raises_on_every_rank():

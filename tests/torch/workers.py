@@ -266,15 +266,26 @@ def case_async(checks, rank, world):
     for peer in range(world):
         checks.equal(everyone[peer], fingerprint, f"PowerSGD parameters of rank {peer} against this rank's")
     # A group destroyed inside its own future's callback: its last reference goes on the
-    # thread that runs the callback, which must not wait for itself.
+    # completion thread that runs the callback, which must not wait for itself. A large
+    # all_gather queued first (8 MiB from each rank into a fresh output: tens of ms) keeps the future pending when
+    # then() is called, so the callback runs on that thread, not inline here.
+    import threading
     holder = {"group": dist.new_group(list(range(world)))}
+    ran_on = []
     def destroy_group(fut):
+        ran_on.append(threading.get_ident())
         group = holder.pop("group")
         dist.destroy_process_group(group)
         del group
         return fut.value()
-    dropped = dist.all_reduce(torch.ones(6), group=holder["group"], async_op=True).get_future().then(destroy_group)
+    big = torch.ones((2 << 20) // world * world)
+    dist.all_gather_into_tensor(torch.empty(big.numel() * world), big, group=holder["group"], async_op=True)
+    small = dist.all_reduce(torch.ones(6), group=holder["group"], async_op=True)
+    dropped = small.get_future().then(destroy_group)
     checks.equal(dropped.wait()[0], torch.full((6,), float(world)), "a group destroyed in its own callback")
+    if len(ran_on) != 1 or ran_on[0] == threading.get_ident():
+        checks.failures.append(f"rank {rank}: the callback ran {len(ran_on)} times, not once on a completion "
+                               f"thread (the caller's thread: {threading.get_ident() in ran_on})")
     # An error of the calls themselves (ranks disagree) is raised by wait(), not by the call.
     if world > 1:
         work = dist.all_reduce(torch.ones(10 + rank), async_op=True)
@@ -343,7 +354,7 @@ def case_results(checks, rank, world):
     def gather_to_last(t):
         outs = [torch.empty_like(t) for _ in range(world)] if rank == world - 1 else None
         dist.gather(t, gather_list=outs, dst=world - 1)
-        return torch.cat(outs) if outs is not None else t
+        return torch.cat(outs) if outs is not None else None  # a non-root gets nothing
 
     def scatter_from_last(count, dtype):
         out = torch.empty(count, dtype=dtype)
@@ -389,7 +400,8 @@ def case_results(checks, rank, world):
     torch.save(results, f"{os.environ['TORCH_RESULTS_DUMP']}.{backend}.rank{rank}")
 
 
-CASES = {"results": case_results, "ops": case_ops, "batch": case_batch, "errors": case_errors, "mismatch": case_mismatch, "killed": case_killed,
+CASES = {"results": case_results, "ops": case_ops, "batch": case_batch, "errors": case_errors,
+         "mismatch": case_mismatch, "killed": case_killed,
          "async": case_async}
 
 
