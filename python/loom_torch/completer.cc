@@ -3,12 +3,14 @@
 namespace loom_torch {
 
 Completer::~Completer() {
+  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(pool_->mutex);
     pool_->stopping = true;
+    threads.swap(threads_);
   }
   pool_->ready.notify_all();
-  for (std::thread& thread : threads_) {
+  for (std::thread& thread : threads) {
     if (thread.get_id() == std::this_thread::get_id()) {
       thread.detach();  // joining itself would throw; it holds the pool and ends after this task
     } else {

@@ -26,7 +26,9 @@ class Completer {
   explicit Completer(size_t maxThreads = 16) : maxThreads_(maxThreads) {}
   // Runs what is posted, then joins. Destroyed by one of its own tasks (a callback that
   // destroys the process group), it joins the others and leaves the calling thread to end by
-  // itself once that task returns.
+  // itself once that task returns: what that task still runs (the rest of its callbacks) runs
+  // after this returns. A task blocked on a future that only the destroying task would complete
+  // keeps the join waiting: a callback must not wait on its own chain.
   ~Completer();
   Completer(const Completer&) = delete;
   Completer& operator=(const Completer&) = delete;

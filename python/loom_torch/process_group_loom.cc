@@ -46,7 +46,9 @@ void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
 // Loom's groups as a scope: End runs everything issued since Start, once.
 class Group {
  public:
-  Group() { TORCH_CHECK(loomGroupStart() == loomSuccess, "loom: loomGroupStart failed: ", loomGetLastError(nullptr)); }
+  Group() {
+    TORCH_CHECK(loomGroupStart() == loomSuccess, "loom: loomGroupStart failed: ", loomGetLastError(nullptr));
+  }
   loomResult_t end() {
     ended_ = true;
     return loomGroupEnd();
@@ -92,7 +94,7 @@ ProcessGroupLoom::~ProcessGroupLoom() {
       loomStreamSynchronize(stream_);
       loomStreamDestroy(stream_);
     }
-    completer_.reset();  // the futures' callbacks finish
+    completer_.reset();  // the futures' callbacks finish (but the one running this, if any)
     if (comm_ != nullptr) loomCommDestroy(comm_);
   };
   if (Py_IsInitialized() && PyGILState_Check()) {
