@@ -7,6 +7,19 @@
 #include "tensor_args.h"
 
 namespace loom_torch {
+namespace {
+
+// A future gets the work's outcome: the outputs, or the failure.
+void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure,
+                    const std::vector<at::Tensor>& outputs) {
+  if (failure) {
+    future.setError(failure);
+  } else {
+    future.markCompleted(c10::IValue(outputs));
+  }
+}
+
+}  // namespace
 
 StreamWork::StreamWork(c10d::OpType type, const char* operation, loomComm_t comm, Completer* completer,
                        std::vector<at::Tensor> outputs)
@@ -68,26 +81,14 @@ void StreamWork::settle(std::exception_ptr failure) {
   finish(failure);  // wakes wait()
   if (!future) return;  // getFuture() will hand out a completed one
   // The future's callbacks are user code and may wait for later work on this stream.
-  completer_->post([future, failure, outputs = outputs_] {
-    if (failure) {
-      future->setError(failure);
-    } else {
-      future->markCompleted(c10::IValue(outputs));
-    }
-  });
+  completer_->post([future, failure, outputs = outputs_] { completeFuture(*future, failure, outputs); });
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> StreamWork::getFuture() {
   const std::lock_guard<std::mutex> lock(futureMutex_);
   if (future_) return future_;
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  if (settled_) {
-    if (failure_) {
-      future_->setError(failure_);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-  }
+  if (settled_) completeFuture(*future_, failure_, outputs_);
   return future_;
 }
 
