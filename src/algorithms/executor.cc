@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <thread>
 
-#include "algorithms/executor_lanes.h"
+#include "algorithms/executor_quick.h"
 #include "algorithms/peer_liveness.h"
 #include "base/backoff.h"
 #include "base/per_thread.h"
@@ -38,16 +40,13 @@ struct Registration {
 // between deadline checks.
 constexpr BackoffPolicy executorBackoff(int spinPasses) { return BackoffPolicy{spinPasses, 128, 50, 8, 8, 10000}; }
 
-// Idle spin rounds after which the executor wakes peers about what it moved (about 1 us: long
-// after the pushed lines left, long before a sleeping peer would notice on its own).
-constexpr int kFlushAfterIdleRounds = 16;
-
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
 constexpr int kOtherDeathGraceMs = 1000;
 
 // A call's bookkeeping, kept per thread between calls: a thread runs one call at a time, and
 // reusing the memory spares a small call (a point-to-point exchange) a dozen allocations.
 struct RunStorage {
+  QuickMessages quick;
   std::vector<uint8_t> done;
   std::vector<int> local;
   std::vector<const void*> rankSources;
@@ -61,20 +60,18 @@ RunStorage& runStorage() { return PerThread<RunStorage>::get(); }
 
 class Run {
  public:
+  // `adopted`: the messages quickExchange posted (its QuickMessages), which this run waits for
+  // instead of posting them; null: none. `spunRounds`: idle rounds already spun on them.
   Run(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
-      const ExecutionContext& context)
-      : call_(call), schedule_(schedule), buffers_(buffers), context_(context),
+      const ExecutionContext& context, const QuickMessages* adopted = nullptr, int spunRounds = 0)
+      : adopting_(adopted != nullptr), call_(call), schedule_(schedule), buffers_(buffers), context_(context),
         elementBytes_(typeSize(call.type)), storage_(runStorage()), done_(storage_.done), local_(storage_.local),
         rankSources_(storage_.rankSources), lanes_(storage_.lanes), registered_(storage_.registered),
         waits_(storage_.waits), waiting_(storage_.waiting) {
     done_.assign(schedule.steps.size(), 0);
     local_.clear();
     lanes_.reset(context.connections != nullptr ? context.connections->size() : 0);
-    if (context.checkCalls) {
-      tag_.sequence = call.sequence;
-      tag_.call = call.descriptor();
-      tag_.describe = describeDescriptor;
-    }
+    remaining_ = schedule.steps.size();
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
       if (step.kind == StepKind::Copy || step.kind == StepKind::Divide || step.kind == StepKind::ReduceRanks) {
@@ -82,9 +79,16 @@ class Run {
         continue;
       }
       PeerLanes& lanes = peerLanes(step.peer);
-      (step.kind == StepKind::Send ? lanes.send : lanes.recv).pending.push_back(static_cast<int>(i));
+      Lane& lane = step.kind == StepKind::Send ? lanes.send : lanes.recv;
+      if (adopted == nullptr) {
+        lane.pending.push_back(static_cast<int>(i));
+      } else if (adopted->done[i]) {
+        complete(static_cast<int>(i));
+      } else {
+        lane.active = static_cast<int>(i);  // posted, with its sink in `adopted`
+      }
     }
-    remaining_ = schedule.steps.size();
+    backoff_.skip(spunRounds);
   }
 
   ~Run() {
@@ -114,14 +118,7 @@ class Run {
   }
 
  private:
-  char* base(Buffer buffer) const {
-    switch (buffer) {
-      case Buffer::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send));
-      case Buffer::Recv: return static_cast<char*>(buffers_.recv);
-      case Buffer::Scratch: return static_cast<char*>(buffers_.scratch);
-      default: return (*buffers_.user)[userBufferIndex(buffer)].base;
-    }
-  }
+  char* base(Buffer buffer) const { return bufferBase(buffers_, buffer); }
 
   // The call's buffers registered with `transport` (once per transport and call).
   size_t registrationFor(transport::Transport& transport) {
@@ -163,8 +160,9 @@ class Run {
     lanes.connection = connections[peer];
     transport::Transport& transport = lanes.connection->transport();
     lanes.regions = transport.registersMemory() ? registrationFor(transport) : kUnregistered;
-    // Before this call's first message. A point-to-point batch tags each message as it posts it.
-    if (call_.sequence != transport::kPointToPointTag) lanes.connection->setCallTag(tag_);
+    // Before this call's first message (quickExchange has done it for messages it posted). A
+    // point-to-point batch tags each message as it posts it.
+    if (call_.sequence != transport::kPointToPointTag && !adopting_) lanes.connection->setCallTag(tag_);
     return lanes;
   }
 
@@ -172,9 +170,7 @@ class Run {
   // buffer as it is where the transport registers nothing (Transport::registersMemory).
   transport::Region sendRegion(const PeerLanes& lanes, Buffer buffer) const {
     if (lanes.regions != kUnregistered) return registered_[lanes.regions].of(buffer);
-    const size_t extent = isUserBuffer(buffer) ? (*buffers_.user)[userBufferIndex(buffer)].bytes
-                                               : schedule_.reach[static_cast<int>(buffer)];
-    return transport::Region{base(buffer), extent, 0};
+    return unregisteredRegion(buffers_, schedule_, buffer);
   }
 
   bool ready(int index) const {
@@ -231,26 +227,15 @@ class Run {
     lane.pending.pop_front();
     const Step& step = schedule_.steps[lane.active];
     if (isSend) {
-      if (step.message != 0 || perMessageCounts_) lanes.connection->setSendTag(messageTag(step));
+      if (step.message != 0 || perMessageCounts_) lanes.connection->setSendTag(messageTag(tag_, step, elementBytes_));
       lanes.connection->postSend(sendRegion(lanes, step.src.buffer), step.src.offset, step.src.bytes);
     } else {
-      if (step.message != 0 || perMessageCounts_) lanes.connection->setRecvTag(messageTag(step));
+      if (step.message != 0 || perMessageCounts_) lanes.connection->setRecvTag(messageTag(tag_, step, elementBytes_));
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
       lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
     }
     return true;
-  }
-
-  // A message's own tag (LOOM_CHECK): its size, and for a point-to-point message its place in
-  // its direction instead of the call's number. All-to-all-v tags each message with its size,
-  // so counts a pair disagrees on fail on both ranks naming both sizes.
-  transport::CallTag messageTag(const Step& step) const {
-    transport::CallTag tag = tag_;
-    if (tag.sequence == 0) return tag;  // not checked
-    if (step.message != 0) tag.sequence = transport::kPointToPointTag | step.message;
-    tag.call.count = (step.kind == StepKind::Send ? step.src.bytes : step.dst.bytes) / elementBytes_;
-    return tag;
   }
 
   bool retire(PeerLanes& lanes, Lane& lane, bool isSend) {
@@ -280,12 +265,24 @@ class Run {
   bool progress(int peer, PeerLanes& lanes) {
     try {
       return lanes.connection->progress();
+    } catch (...) {
+      rethrowTransportError(peer, std::current_exception());
+    }
+  }
+
+ public:
+  // `failure`, thrown by the connection to `peer`, as this call's error.
+  [[noreturn]] void rethrowTransportError(int peer, const std::exception_ptr& failure) {
+    try {
+      std::rethrow_exception(failure);
     } catch (const ExplainedError& error) {
       throw Error(error.code(), prefix() + error.what());
     } catch (const Error& error) {
       throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
     }
   }
+
+ private:
 
   // A rank whose call fails tells its socket peers why (a Failure frame) and shuts its sockets
   // down, so a connection may break because of a failure further round the ring: prefer a
@@ -430,6 +427,7 @@ class Run {
     for (auto& [peer, lanes] : lanes_) lanes.connection->flushWakeup();
   }
 
+  const bool adopting_;  // the call's messages were posted by quickExchange
   const CallSpec& call_;
   const Schedule& schedule_;
   const ExecutionBuffers& buffers_;
@@ -443,7 +441,7 @@ class Run {
   LaneTable& lanes_;
   std::vector<Registration>& registered_;
   size_t registrations_ = 0;  // this call's: the first registrations_ of registered_
-  transport::CallTag tag_;
+  const transport::CallTag tag_ = callTag(call_, context_);
   const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
   transport::WaitSet& waits_;
   std::vector<const transport::Connection*>& waiting_;  // kept: no allocation per sleep
@@ -456,7 +454,23 @@ class Run {
 
 void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
              const ExecutionContext& context) {
-  Run(call, schedule, buffers, context).run();
+  if (!quickEligible(schedule, context)) {
+    Run(call, schedule, buffers, context).run();
+    return;
+  }
+  QuickMessages& quick = runStorage().quick;
+  int spunRounds = 0;
+  int failedPeer = -1;
+  std::exception_ptr failure;
+  switch (quickExchange(call, schedule, buffers, context, quick, spunRounds, failure, failedPeer)) {
+    case QuickOutcome::Done:
+      return;
+    case QuickOutcome::Posted:
+      Run(call, schedule, buffers, context, &quick, spunRounds).run();
+      return;
+    case QuickOutcome::Failed:
+      Run(call, schedule, buffers, context, &quick).rethrowTransportError(failedPeer, failure);
+  }
 }
 
 }  // namespace loom::algo

@@ -9,7 +9,9 @@
 #include <optional>
 #include <vector>
 
+#include "algorithms/call_spec.h"
 #include "algorithms/executor.h"
+#include "algorithms/schedule.h"
 #include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/stream_copy.h"
@@ -159,5 +161,45 @@ class LaneTable {
   std::vector<int> slotOf_;     // vector is fine: entries are only added before the run starts)
   size_t used_ = 0;
 };
+
+// A message's own tag (LOOM_CHECK): its size, and for a point-to-point message its place in
+// its direction instead of the call's number. All-to-all-v tags each message with its size,
+// so counts a pair disagrees on fail on both ranks naming both sizes. `callTag` is the call's
+// (sequence 0: not checked).
+inline transport::CallTag messageTag(const transport::CallTag& callTag, const Step& step, size_t elementBytes) {
+  transport::CallTag tag = callTag;
+  if (tag.sequence == 0) return tag;
+  if (step.message != 0) tag.sequence = transport::kPointToPointTag | step.message;
+  tag.call.count = (step.kind == StepKind::Send ? step.src.bytes : step.dst.bytes) / elementBytes;
+  return tag;
+}
+
+// The call's tag, as every message of it carries (sequence 0 where LOOM_CHECK is off).
+inline transport::CallTag callTag(const CallSpec& call, const ExecutionContext& context) {
+  transport::CallTag tag;
+  if (context.checkCalls) {
+    tag.sequence = call.sequence;
+    tag.call = call.descriptor();
+    tag.describe = describeDescriptor;
+  }
+  return tag;
+}
+
+// Where a buffer of the call starts.
+inline char* bufferBase(const ExecutionBuffers& buffers, Buffer buffer) {
+  switch (buffer) {
+    case Buffer::Send: return const_cast<char*>(static_cast<const char*>(buffers.send));
+    case Buffer::Recv: return static_cast<char*>(buffers.recv);
+    case Buffer::Scratch: return static_cast<char*>(buffers.scratch);
+    default: return (*buffers.user)[userBufferIndex(buffer)].base;
+  }
+}
+
+// The whole of a buffer as a transport region, for transports that register nothing.
+inline transport::Region unregisteredRegion(const ExecutionBuffers& buffers, const Schedule& schedule, Buffer buffer) {
+  const size_t extent = isUserBuffer(buffer) ? (*buffers.user)[userBufferIndex(buffer)].bytes
+                                             : schedule.reach[static_cast<int>(buffer)];
+  return transport::Region{bufferBase(buffers, buffer), extent, 0};
+}
 
 }  // namespace loom::algo::executor_detail

@@ -51,6 +51,9 @@ class Backoff {
     const int doublings = std::min(policy_.maxDoublings, std::max(0, slept) / policy_.roundsPerDoubling);
     return std::min(policy_.maxSleepUs, policy_.firstSleepUs << doublings);
   }
+  // `rounds` idle rounds were already spent spinning elsewhere on the same wait (a waiter that
+  // hands over to another counts them here): they count toward the spin phase.
+  void skip(int rounds) { rounds_ += std::max(0, std::min(rounds, policy_.spinRounds)); }
   // Something moved: the next wait starts spinning again.
   void reset() { rounds_ = 0; }
 

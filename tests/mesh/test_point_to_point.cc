@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "mesh_support.h"
 
@@ -227,6 +228,72 @@ TEST(PointToPoint, MismatchedSizesAreAnErrorNamingThePair) {
         LOOM_REQUIRE(text.find("count 400") != std::string::npos && text.find("count 240") != std::string::npos,
                      "names both sizes (bytes): " + text);
       }
+    });
+    EXPECT_TRUE(ok) << transport.label;
+  }
+}
+
+// A small exchange first polls its messages briefly without building the executor's run
+// (algorithms/executor.cc, quickExchange); a peer that comes later than that spin is waited
+// for by a run that adopts the posted messages. Two ranks, so that each has a core here (ranks
+// that outnumber the cores skip the spin); each is late in turn, 50 ms, far past the spin, in
+// a grouped exchange, a lone receive and an all-to-all-v whose own block is empty (no local
+// copy, so a quick exchange too, whose messages carry their own sizes).
+TEST(PointToPoint, APeerLaterThanTheQuickSpinIsWaitedFor) {
+  for (const Transport& transport : transports()) {
+    const bool ok = runOnCommunicators(2, transport.env, [&](loomComm_t comm, int rank) {
+      const int peer = 1 - rank;
+      for (int late = 0; late < 2; ++late) {
+        const std::string what = "rank " + std::to_string(late) + " late over " + transport.label;
+        const auto pause = [&] {
+          if (rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        };
+        pause();
+        std::vector<int32_t> out(5, 100 * late + rank), in(5, -1);
+        check(loomGroupStart(), "group start");
+        check(loomSend(out.data(), 5, loomInt32, peer, comm, nullptr), "send " + what);
+        check(loomRecv(in.data(), 5, loomInt32, peer, comm, nullptr), "recv " + what);
+        check(loomGroupEnd(), "exchange " + what);
+        for (int32_t value : in) LOOM_REQUIRE(value == 100 * late + peer, "exchange " + what + " got " + std::to_string(value));
+        pause();
+        int64_t value = rank == 1 ? 7 + late : -1;
+        check(rank == 0 ? loomRecv(&value, 1, loomInt64, 1, comm, nullptr) : loomSend(&value, 1, loomInt64, 0, comm, nullptr),
+              "lone message " + what);
+        LOOM_REQUIRE(value == 7 + late, "lone receive " + what + " got " + std::to_string(value));
+        pause();
+        std::vector<size_t> counts(2, 3), displs = {0, 3};
+        counts[rank] = 0;
+        std::vector<int32_t> send(6, 10 * rank + peer), recv(6, -1);
+        check(loomAlltoAllv(send.data(), counts.data(), displs.data(), recv.data(), counts.data(), displs.data(), loomInt32,
+                            comm, nullptr),
+              "alltoallv " + what);
+        for (int k = 0; k < 6; ++k) {
+          const int32_t expected = k / 3 == peer ? 10 * peer + rank : -1;
+          LOOM_REQUIRE(recv[k] == expected, "alltoallv " + what + " element " + std::to_string(k) + ": " + std::to_string(recv[k]));
+        }
+      }
+    });
+    EXPECT_TRUE(ok) << transport.label;
+  }
+}
+
+// A wrong-sized message already waiting when the receive is posted fails inside the quick
+// spin: the error still names the call, the pair and both sizes, as from the executor's run.
+TEST(PointToPoint, AMismatchFoundInTheQuickSpinNamesTheCall) {
+  for (const Transport& transport : transports()) {
+    const bool ok = runOnCommunicators(2, transport.env, [&](loomComm_t comm, int rank) {
+      std::vector<int32_t> data(100, 3);
+      if (rank == 0) {
+        loomSend(data.data(), 100, loomInt32, 1, comm, nullptr);  // may complete: the bytes fit the buffers
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the message is waiting
+      const loomResult_t result = loomRecv(data.data(), 60, loomInt32, 0, comm, nullptr);
+      const std::string text = loomGetLastError(nullptr);
+      LOOM_REQUIRE(result == loomInvalidUsage, std::string("mismatched receive gave ") + loomGetErrorString(result) + ": " + text);
+      LOOM_REQUIRE(text.find("rank 1: recv from rank 0 (60 x int32)") != std::string::npos, "names the call: " + text);
+      LOOM_REQUIRE(text.find("count 400") != std::string::npos && text.find("count 240") != std::string::npos,
+                   "names both sizes (bytes): " + text);
     });
     EXPECT_TRUE(ok) << transport.label;
   }

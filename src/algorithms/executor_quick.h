@@ -1,0 +1,54 @@
+// The executor's quick exchange: a schedule of a few messages that depend on nothing (a
+// group's sends and receives, a lone send or receive, a non-root's part of a gather) is
+// posted and polled here first, without the lane bookkeeping of the executor's general run,
+// for as long as that run would spin before yielding. An 8-byte exchange between ranks that
+// each have a core completes here, and its latency is then mostly this loop and the line's
+// trip between the cores. What is still in flight after the spin is adopted by a general run
+// (executor.cc), which waits on with the deadline, liveness and sleeping logic. Internal to the
+// executor; nothing else includes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+
+#include "algorithms/executor.h"
+#include "algorithms/executor_lanes.h"
+
+namespace loom::algo::executor_detail {
+
+// Idle spin rounds after which the executor wakes peers about what it moved (about 1 us: long
+// after the pushed lines left, long before a sleeping peer would notice on its own).
+constexpr int kFlushAfterIdleRounds = 16;
+
+// A quick exchange's messages, at most kQuickSteps, by step index. Kept per thread with the
+// executor's other storage: a receive's sink must outlive the exchange's hand-over to a run.
+constexpr size_t kQuickSteps = 8;
+struct QuickMessages {
+  transport::Connection* connections[kQuickSteps];
+  std::optional<StepSink> sinks[kQuickSteps];  // the receives' (a posted receive keeps its sink)
+  uint8_t done[kQuickSteps];
+  transport::Connection* distinct[kQuickSteps];  // each connection once, for progress()
+  size_t distinctCount;
+};
+
+// Whether `schedule` is a quick exchange: 1..kQuickSteps sends and receives, one per peer and
+// direction, depending on nothing, over transports that register no memory, on a rank that
+// spins (ExecutionContext::spinPasses > 0: ranks that outnumber the cores yield at once, and
+// the spin would only add its set-up).
+bool quickEligible(const Schedule& schedule, const ExecutionContext& context);
+
+enum class QuickOutcome {
+  Done,    // every message completed
+  Posted,  // some are still in flight after the spin: a run adopts them (`quick`)
+  Failed,  // a connection threw: `failure`, from the connection to `failedPeer` (-1: unknown)
+};
+
+// Posts every message of a quick exchange and polls them for up to context.spinPasses idle
+// passes. `spunRounds`: the idle passes spent, for the adopting run's backoff.
+QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
+                           const ExecutionContext& context, QuickMessages& quick, int& spunRounds,
+                           std::exception_ptr& failure, int& failedPeer);
+
+}  // namespace loom::algo::executor_detail
