@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
-#include <optional>
 #include <thread>
 
 #include "algorithms/executor_quick.h"
@@ -104,6 +103,19 @@ class Run {
     }
   }
 
+  // A transport error that `progress()` on the connection to `peer` threw (a socket's EOF: the
+  // peer is gone), as this call's error: the call it broke and, when this host can tell, which
+  // death caused it. Public for quickExchange's errors, which a Run built for them names.
+  [[noreturn]] void rethrowTransportError(int peer, const std::exception_ptr& failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const ExplainedError& error) {
+      throw Error(error.code(), prefix() + error.what());
+    } catch (const Error& error) {
+      throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
+    }
+  }
+
   void run() {
     uint32_t passes = 0;
     while (remaining_ > 0) {
@@ -179,10 +191,7 @@ class Run {
   }
 
   const char* source(const Range& range) const { return base(range.buffer) + range.offset; }
-  char* target(const Range& range) const {
-    if (range.buffer == Buffer::Send) throwInternal("schedule writes into the send buffer");
-    return const_cast<char*>(source(range));
-  }
+  char* target(const Range& range) const { return writableTarget(buffers_, range); }
 
   void complete(int index) {
     done_[index] = 1;
@@ -227,10 +236,10 @@ class Run {
     lane.pending.pop_front();
     const Step& step = schedule_.steps[lane.active];
     if (isSend) {
-      if (step.message != 0 || perMessageCounts_) lanes.connection->setSendTag(messageTag(tag_, step, elementBytes_));
+      if (carriesOwnTag(call_, step)) lanes.connection->setSendTag(messageTag(tag_, step, elementBytes_));
       lanes.connection->postSend(sendRegion(lanes, step.src.buffer), step.src.offset, step.src.bytes);
     } else {
-      if (step.message != 0 || perMessageCounts_) lanes.connection->setRecvTag(messageTag(tag_, step, elementBytes_));
+      if (carriesOwnTag(call_, step)) lanes.connection->setRecvTag(messageTag(tag_, step, elementBytes_));
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
       lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
@@ -260,8 +269,6 @@ class Run {
     return moved;
   }
 
-  // A transport error (a socket's EOF: the peer is gone) with the call it broke and, when this
-  // host can tell, which death caused it.
   bool progress(int peer, PeerLanes& lanes) {
     try {
       return lanes.connection->progress();
@@ -269,20 +276,6 @@ class Run {
       rethrowTransportError(peer, std::current_exception());
     }
   }
-
- public:
-  // `failure`, thrown by the connection to `peer`, as this call's error.
-  [[noreturn]] void rethrowTransportError(int peer, const std::exception_ptr& failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const ExplainedError& error) {
-      throw Error(error.code(), prefix() + error.what());
-    } catch (const Error& error) {
-      throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
-    }
-  }
-
- private:
 
   // A rank whose call fails tells its socket peers why (a Failure frame) and shuts its sockets
   // down, so a connection may break because of a failure further round the ring: prefer a
@@ -442,7 +435,6 @@ class Run {
   std::vector<Registration>& registered_;
   size_t registrations_ = 0;  // this call's: the first registrations_ of registered_
   const transport::CallTag tag_ = callTag(call_, context_);
-  const bool perMessageCounts_ = call_.collective == Collective::AllToAllv;
   transport::WaitSet& waits_;
   std::vector<const transport::Connection*>& waiting_;  // kept: no allocation per sleep
   Backoff backoff_{executorBackoff(context_.spinPasses)};
@@ -469,6 +461,7 @@ void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuff
       Run(call, schedule, buffers, context, &quick, spunRounds).run();
       return;
     case QuickOutcome::Failed:
+      // A Run over the posted messages only to name the error as its own progress() would.
       Run(call, schedule, buffers, context, &quick).rethrowTransportError(failedPeer, failure);
   }
 }

@@ -7,7 +7,9 @@
 // (base/backoff.h): spin, then sched_yield, then sleep on the wait set of the connections it
 // waits on (transport.h: a doorbell, sockets), with a bound so the deadline and the abort flag
 // are checked regularly, and every 100 ms of idling it looks for dead peers on this host
-// (src/algorithms/peer_liveness.h). The executor sees transports only through transport.h.
+// (src/algorithms/peer_liveness.h). A few small messages that depend on nothing (a group's
+// sends and receives) are first posted and polled without that bookkeeping, for as long as it
+// would spin (executor_quick.h). The executor sees transports only through transport.h.
 #pragma once
 
 #include <sys/types.h>

@@ -1,7 +1,8 @@
 // What the executor (executor.cc) keeps per peer while it runs one call: the sink that takes
 // each received piece (a copy or a reduction), each direction's queue of steps, and the table
 // of the peers the call talks to. Kept per thread between calls, so a small call allocates
-// nothing. Internal to the executor; nothing else includes it.
+// nothing. Also what its general run and its quick exchange (executor_quick.h) share: message
+// tags, buffer addresses and regions. Internal to the executor; nothing else includes it.
 #pragma once
 
 #include <cstring>
@@ -12,12 +13,17 @@
 #include "algorithms/call_spec.h"
 #include "algorithms/executor.h"
 #include "algorithms/schedule.h"
+#include "base/error.h"
 #include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/stream_copy.h"
 #include "transport/transport.h"
 
 namespace loom::algo::executor_detail {
+
+// Idle spin rounds after which the executor wakes peers about what it moved (about 1 us: long
+// after the pushed lines left, long before a sleeping peer would notice on its own).
+constexpr int kFlushAfterIdleRounds = 16;
 
 // Per thread, grown to the largest piece seen and kept: no allocation or page fault per call.
 inline char* stagingBuffer(size_t bytes) {
@@ -164,10 +170,13 @@ class LaneTable {
 
 // A message's own tag (LOOM_CHECK): its size, and for a point-to-point message its place in
 // its direction instead of the call's number. All-to-all-v tags each message with its size,
-// so counts a pair disagrees on fail on both ranks naming both sizes. `callTag` is the call's
-// (sequence 0: not checked).
-inline transport::CallTag messageTag(const transport::CallTag& callTag, const Step& step, size_t elementBytes) {
-  transport::CallTag tag = callTag;
+// so counts a pair disagrees on fail on both ranks naming both sizes. `ofCall` is the call's
+// tag (sequence 0: not checked).
+inline bool carriesOwnTag(const CallSpec& call, const Step& step) {
+  return step.message != 0 || call.collective == Collective::AllToAllv;
+}
+inline transport::CallTag messageTag(const transport::CallTag& ofCall, const Step& step, size_t elementBytes) {
+  transport::CallTag tag = ofCall;
   if (tag.sequence == 0) return tag;
   if (step.message != 0) tag.sequence = transport::kPointToPointTag | step.message;
   tag.call.count = (step.kind == StepKind::Send ? step.src.bytes : step.dst.bytes) / elementBytes;
@@ -193,6 +202,12 @@ inline char* bufferBase(const ExecutionBuffers& buffers, Buffer buffer) {
     case Buffer::Scratch: return static_cast<char*>(buffers.scratch);
     default: return (*buffers.user)[userBufferIndex(buffer)].base;
   }
+}
+
+// Where a step writes: never the send buffer, which the caller may have made read-only.
+inline char* writableTarget(const ExecutionBuffers& buffers, const Range& range) {
+  if (range.buffer == Buffer::Send) throwInternal("schedule writes into the send buffer");
+  return bufferBase(buffers, range.buffer) + range.offset;
 }
 
 // The whole of a buffer as a transport region, for transports that register nothing.

@@ -13,10 +13,13 @@ bool quickEligible(const Schedule& schedule, const ExecutionContext& context) {
     return false;
   }
   const auto& connections = *context.connections;
+  size_t bytes = 0;
   for (size_t i = 0; i < count; ++i) {
     const Step& step = schedule.steps[i];
     const bool message = step.kind == StepKind::Send || step.kind == StepKind::Recv;
     if (!message || step.dependsOn >= 0 || step.alsoDependsOn >= 0) return false;
+    bytes += step.kind == StepKind::Send ? step.src.bytes : step.dst.bytes;
+    if (bytes > kQuickBytes) return false;
     if (step.peer < 0 || step.peer >= static_cast<int>(connections.size()) || connections[step.peer] == nullptr ||
         connections[step.peer]->transport().registersMemory()) {
       return false;  // Run reports a missing connection
@@ -28,6 +31,27 @@ bool quickEligible(const Schedule& schedule, const ExecutionContext& context) {
   return true;
 }
 
+namespace {
+
+// Marks the messages that have completed; returns how many are left.
+size_t collectCompleted(const Schedule& schedule, QuickMessages& quick, size_t remaining) {
+  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+    if (quick.done[i]) continue;
+    const bool isSend = schedule.steps[i].kind == StepKind::Send;
+    if (isSend ? quick.connections[i]->sendDone() : quick.connections[i]->recvDone()) {
+      quick.done[i] = 1;
+      --remaining;
+    }
+  }
+  return remaining;
+}
+
+void flushWakeups(const QuickMessages& quick) {
+  for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->flushWakeup();
+}
+
+}  // namespace
+
 QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
                            const ExecutionContext& context, QuickMessages& quick, int& spunRounds,
                            std::exception_ptr& failure, int& failedPeer) {
@@ -36,53 +60,42 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
   const transport::CallTag tag = callTag(call, context);
   quick.distinctCount = 0;
   for (size_t i = 0; i < count; ++i) {
-    const Step& step = schedule.steps[i];
-    transport::Connection* connection = (*context.connections)[step.peer];
+    transport::Connection* connection = (*context.connections)[schedule.steps[i].peer];
     quick.connections[i] = connection;
     quick.done[i] = 0;
     transport::Connection** const listed = quick.distinct + quick.distinctCount;
     if (std::find(quick.distinct, listed, connection) == listed) quick.distinct[quick.distinctCount++] = connection;
   }
-  size_t remaining = count;
-  size_t progressing = quick.distinctCount;  // the connection in progress(), for an error
   spunRounds = 0;
+  // As Run does: the call's tag once per peer before its first message (so it never overwrites
+  // the tag of a receive already posted on the connection), a message's own where it has one.
+  if (call.sequence != transport::kPointToPointTag) {
+    for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->setCallTag(tag);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const Step& step = schedule.steps[i];
+    transport::Connection& connection = *quick.connections[i];
+    if (step.kind == StepKind::Send) {
+      if (carriesOwnTag(call, step)) connection.setSendTag(messageTag(tag, step, elementBytes));
+      connection.postSend(unregisteredRegion(buffers, schedule, step.src.buffer), step.src.offset, step.src.bytes);
+    } else {
+      if (carriesOwnTag(call, step)) connection.setRecvTag(messageTag(tag, step, elementBytes));
+      quick.sinks[i].emplace(writableTarget(buffers, step.dst), nullptr, call, context, elementBytes, step.rawIncoming);
+      connection.postRecv(step.dst.bytes, &*quick.sinks[i]);
+    }
+  }
+  // A transport may complete a message when it is posted (a send copied away at once).
+  size_t remaining = collectCompleted(schedule, quick, count);
+  size_t progressing = 0;  // the connection in progress(), to name it in an error
   try {
-    // As Run::peerLanes does, once per peer before the call's first message (a later call would
-    // overwrite the tag of a receive already posted on the same connection).
-    if (call.sequence != transport::kPointToPointTag) {
-      for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->setCallTag(tag);
-    }
-    for (size_t i = 0; i < count; ++i) {
-      const Step& step = schedule.steps[i];
-      transport::Connection& connection = *quick.connections[i];
-      // As Run::post: a message of its own tag (point-to-point, all-to-all-v) or the call's.
-      const bool ownTag = step.message != 0 || call.collective == Collective::AllToAllv;
-      if (step.kind == StepKind::Send) {
-        if (ownTag) connection.setSendTag(messageTag(tag, step, elementBytes));
-        connection.postSend(unregisteredRegion(buffers, schedule, step.src.buffer), step.src.offset, step.src.bytes);
-      } else {
-        if (ownTag) connection.setRecvTag(messageTag(tag, step, elementBytes));
-        char* target = bufferBase(buffers, step.dst.buffer) + step.dst.offset;
-        quick.sinks[i].emplace(target, nullptr, call, context, elementBytes, step.rawIncoming);
-        connection.postRecv(step.dst.bytes, &*quick.sinks[i]);
-      }
-    }
-    for (int idle = 0;;) {
+    for (int idle = 0; remaining > 0;) {
       bool moved = false;
       for (progressing = 0; progressing < quick.distinctCount; ++progressing) {
         moved |= quick.distinct[progressing]->progress();
       }
       if (moved) {
-        // Only a pass that moved bytes can have completed a message.
-        for (size_t i = 0; i < count; ++i) {
-          if (quick.done[i]) continue;
-          const bool isSend = schedule.steps[i].kind == StepKind::Send;
-          if (isSend ? quick.connections[i]->sendDone() : quick.connections[i]->recvDone()) {
-            quick.done[i] = 1;
-            --remaining;
-          }
-        }
-        if (remaining == 0) break;
+        // Otherwise nothing can have completed (a message completes as its bytes move).
+        remaining = collectCompleted(schedule, quick, remaining);
         idle = 0;
         continue;
       }
@@ -90,18 +103,15 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
         spunRounds = idle - 1;
         return QuickOutcome::Posted;
       }
-      if (idle == kFlushAfterIdleRounds) {
-        for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->flushWakeup();
-      }
+      if (idle == kFlushAfterIdleRounds) flushWakeups(quick);
       cpuPause();
     }
   } catch (...) {
     failure = std::current_exception();
-    if (progressing < quick.distinctCount) failedPeer = quick.distinct[progressing]->peer();
+    failedPeer = progressing < quick.distinctCount ? quick.distinct[progressing]->peer() : -1;
     return QuickOutcome::Failed;
   }
-  // A peer asleep waiting for what this exchange sent learns of it now (as Run's end does).
-  for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->flushWakeup();
+  flushWakeups(quick);  // a peer asleep waiting for what this exchange sent learns of it now
   return QuickOutcome::Done;
 }
 

@@ -18,10 +18,6 @@
 
 namespace loom::algo::executor_detail {
 
-// Idle spin rounds after which the executor wakes peers about what it moved (about 1 us: long
-// after the pushed lines left, long before a sleeping peer would notice on its own).
-constexpr int kFlushAfterIdleRounds = 16;
-
 // A quick exchange's messages, at most kQuickSteps, by step index. Kept per thread with the
 // executor's other storage: a receive's sink must outlive the exchange's hand-over to a run.
 constexpr size_t kQuickSteps = 8;
@@ -33,20 +29,25 @@ struct QuickMessages {
   size_t distinctCount;
 };
 
-// Whether `schedule` is a quick exchange: 1..kQuickSteps sends and receives, one per peer and
-// direction, depending on nothing, over transports that register no memory, on a rank that
-// spins (ExecutionContext::spinPasses > 0: ranks that outnumber the cores yield at once, and
-// the spin would only add its set-up).
+// At most this many bytes in all: the quick exchange checks no abort flag while it moves data,
+// which a small exchange ends long before anyone could notice; a large one gains nothing here.
+constexpr size_t kQuickBytes = 64 * 1024;
+
+// Whether `schedule` is a quick exchange: 1..kQuickSteps sends and receives of at most
+// kQuickBytes in all, one per peer and direction, depending on nothing, over transports that
+// register no memory, on a rank that spins (ExecutionContext::spinPasses not 0: ranks that
+// outnumber the cores yield at once, and the spin would only add its set-up).
 bool quickEligible(const Schedule& schedule, const ExecutionContext& context);
 
 enum class QuickOutcome {
   Done,    // every message completed
   Posted,  // some are still in flight after the spin: a run adopts them (`quick`)
-  Failed,  // a connection threw: `failure`, from the connection to `failedPeer` (-1: unknown)
+  Failed,  // progress() threw: `failure`, from the connection to `failedPeer`
 };
 
 // Posts every message of a quick exchange and polls them for up to context.spinPasses idle
-// passes. `spunRounds`: the idle passes spent, for the adopting run's backoff.
+// passes. `spunRounds`: the idle passes spent, for the adopting run's backoff. An error while
+// posting is thrown as is, as Run::post lets it go.
 QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
                            const ExecutionContext& context, QuickMessages& quick, int& spunRounds,
                            std::exception_ptr& failure, int& failedPeer);

@@ -234,7 +234,7 @@ TEST(PointToPoint, MismatchedSizesAreAnErrorNamingThePair) {
 }
 
 // A small exchange first polls its messages briefly without building the executor's run
-// (algorithms/executor.cc, quickExchange); a peer that comes later than that spin is waited
+// (algorithms/executor_quick.cc); a peer that comes later than that spin is waited
 // for by a run that adopts the posted messages. Two ranks, so that each has a core here (ranks
 // that outnumber the cores skip the spin); each is late in turn, 50 ms, far past the spin, in
 // a grouped exchange, a lone receive and an all-to-all-v whose own block is empty (no local
@@ -292,6 +292,7 @@ TEST(PointToPoint, AMismatchFoundInTheQuickSpinNamesTheCall) {
       const std::string text = loomGetLastError(nullptr);
       LOOM_REQUIRE(result == loomInvalidUsage, std::string("mismatched receive gave ") + loomGetErrorString(result) + ": " + text);
       LOOM_REQUIRE(text.find("rank 1: recv from rank 0 (60 x int32)") != std::string::npos, "names the call: " + text);
+      LOOM_REQUIRE(text.find("message #1 from rank 0 to rank 1") != std::string::npos, "names the pair: " + text);
       LOOM_REQUIRE(text.find("count 400") != std::string::npos && text.find("count 240") != std::string::npos,
                    "names both sizes (bytes): " + text);
     });
