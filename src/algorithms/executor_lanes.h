@@ -168,13 +168,15 @@ class LaneTable {
   size_t used_ = 0;
 };
 
-// A message's own tag (LOOM_CHECK): its size, and for a point-to-point message its place in
-// its direction instead of the call's number. All-to-all-v tags each message with its size,
-// so counts a pair disagrees on fail on both ranks naming both sizes. `ofCall` is the call's
-// tag (sequence 0: not checked).
+// Whether a message carries its own tag rather than its call's: every point-to-point message
+// (it has a number in its direction) and every message of an all-to-all-v (its own size).
 inline bool carriesOwnTag(const CallSpec& call, const Step& step) {
   return step.message != 0 || call.collective == Collective::AllToAllv;
 }
+
+// A message's own tag (LOOM_CHECK): its size, and for a point-to-point message its place in
+// its direction instead of the call's number, so counts a pair disagrees on fail on both ranks
+// naming both sizes. `ofCall` is the call's tag (sequence 0: not checked).
 inline transport::CallTag messageTag(const transport::CallTag& ofCall, const Step& step, size_t elementBytes) {
   transport::CallTag tag = ofCall;
   if (tag.sequence == 0) return tag;
