@@ -39,6 +39,11 @@ struct Registration {
 // between deadline checks.
 constexpr BackoffPolicy executorBackoff(int spinPasses) { return BackoffPolicy{spinPasses, 128, 50, 8, 8, 10000}; }
 
+// While yielding, the deadline clock is read every this many yields (the first read starts the
+// idle time); executorBackoff's 128 yield rounds hold 16 of them before the first sleep.
+constexpr int kYieldsPerClockRead = 8;
+static_assert(executorBackoff(0).yieldRounds >= kYieldsPerClockRead, "the idle time must start before any sleep");
+
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
 constexpr int kOtherDeathGraceMs = 1000;
 
@@ -399,11 +404,21 @@ class Run {
         if (backoff_.rounds() == kFlushAfterIdleRounds) flushWakeups();
         cpuPause();
         return;
-      case Backoff::Phase::Yield:
+      case Backoff::Phase::Yield: {
         flushWakeups();
-        checkDeadline(backoff_.justStoppedSpinning());
+        // Most yields are a peer's turn on this core and the next pass finds its message, so
+        // the clock (a vDSO read that is slow right after a switch on a VM) is read only every
+        // kYieldsPerClockRead-th yield: the idle time starts at the first such read, a few
+        // yields late, which no timeout of milliseconds can notice. Abort is checked each time.
+        const int round = backoff_.yieldRound();
+        if (round % kYieldsPerClockRead == 0) {
+          checkDeadline(round == kYieldsPerClockRead);
+        } else {
+          checkAbort();
+        }
         sched_yield();
         return;
+      }
       case Backoff::Phase::Sleep:
         flushWakeups();
         checkDeadline(false);

@@ -43,6 +43,8 @@ class Backoff {
   }
   // The round just returned was the first to yield (the wait has become a real one).
   bool justStoppedSpinning() const { return rounds_ == policy_.spinRounds + 1; }
+  // Which yielding round the round just returned is: 1 for the first, 0 while still spinning.
+  int yieldRound() const { return std::max(0, rounds_ - policy_.spinRounds); }
   // Rounds waited since the last reset, this one included.
   int rounds() const { return rounds_; }
   // How long a Sleep round sleeps.
