@@ -1,13 +1,15 @@
 // The executor's quick exchange (src/algorithms/executor_quick.h) against a scripted connection:
 // each outcome (done within the spin, adopted by a run after it, failed inside it) and what the
 // run that adopts or names it must keep: the data delivered once, no message posted twice, the
-// call's deadline and abort, and errors that name the call and the peer.
+// call's deadline and abort, and errors that name the call and the peer. Also the run alone on
+// a rank that yields at once (spinPasses 0): its deadline and abort.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/executor.h"
@@ -177,6 +179,43 @@ TEST(QuickExchange, AnAdoptedExchangeStopsOnAbort) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("aborted"), std::string::npos) << error.what();
   }
+}
+
+// Ranks that outnumber the cores (spinPasses 0) skip the quick exchange and yield at once; the
+// run reads the deadline clock only every few yields, and must still time out and see abort.
+TEST(QuickExchange, YieldingAtOnceStillTimesOutNamingThePeer) {
+  Exchange exchange;
+  exchange.transport.link.recvAfter = -1;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    exchange.run(0, 300);
+    FAIL() << "a receive that never completes returned";
+  } catch (const Error& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("scripted exchange timed out"), std::string::npos) << text;
+    EXPECT_NE(text.find("recv from rank 1 (scripted)"), std::string::npos) << text;
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+}
+
+TEST(QuickExchange, YieldingAtOnceStopsOnAbortSetDuringTheWait) {
+  Exchange exchange;
+  exchange.transport.link.recvAfter = -1;
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    exchange.abort = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    exchange.run(0);
+    FAIL() << "an aborted exchange returned";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("aborted"), std::string::npos) << error.what();
+  }
+  aborter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(QuickExchange, AnErrorInsideTheSpinNamesTheCall) {

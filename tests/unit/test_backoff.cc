@@ -1,0 +1,53 @@
+// Backoff (src/base/backoff.h): the phases every waiting loop walks (spin, yield, sleep), the
+// yielding round's number the executor paces its clock reads by, and rounds spun elsewhere.
+#include <gtest/gtest.h>
+
+#include "base/backoff.h"
+
+namespace loom {
+namespace {
+
+TEST(Backoff, SpinsThenYieldsThenSleepsWithDoublingSleeps) {
+  Backoff backoff(BackoffPolicy{2, 3, 50, 2, 2, 150});
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Spin);
+  EXPECT_EQ(backoff.yieldRound(), 0);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Spin);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Yield);
+  EXPECT_TRUE(backoff.justStoppedSpinning());
+  EXPECT_EQ(backoff.yieldRound(), 1);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Yield);
+  EXPECT_FALSE(backoff.justStoppedSpinning());
+  EXPECT_EQ(backoff.yieldRound(), 2);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Yield);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Sleep);
+  EXPECT_EQ(backoff.sleepUs(), 50);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Sleep);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Sleep);
+  EXPECT_EQ(backoff.sleepUs(), 100);
+  for (int i = 0; i < 10; ++i) backoff.next();
+  EXPECT_EQ(backoff.sleepUs(), 150);  // the cap, before the doublings run out
+}
+
+TEST(Backoff, YieldingAtOnceCountsYieldRoundsFromTheFirst) {
+  Backoff backoff(BackoffPolicy{0, 128, 50, 8, 8, 10000});
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Yield);
+  EXPECT_TRUE(backoff.justStoppedSpinning());
+  EXPECT_EQ(backoff.yieldRound(), 1);
+  for (int i = 0; i < 7; ++i) backoff.next();
+  EXPECT_EQ(backoff.yieldRound(), 8);
+}
+
+TEST(Backoff, RoundsSpunElsewhereCountOnlyTowardTheSpinAndResetStartsOver) {
+  Backoff backoff(BackoffPolicy{4, 2, 50, 8, 8, 10000});
+  backoff.skip(100);  // more than the spin: the yields still all come
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Yield);
+  EXPECT_EQ(backoff.yieldRound(), 1);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Yield);
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Sleep);
+  backoff.reset();
+  EXPECT_EQ(backoff.next(), Backoff::Phase::Spin);
+  EXPECT_EQ(backoff.yieldRound(), 0);
+}
+
+}  // namespace
+}  // namespace loom
