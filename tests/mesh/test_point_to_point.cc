@@ -193,12 +193,15 @@ TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
     Env env = transport.env;
     env.emplace_back("LOOM_TIMEOUT_MS", "700");
     const bool ok = runOnCommunicators(2, env, [&](loomComm_t comm, int rank) {
+      // Large enough that no transport can buffer it all: the send must wait for a receiver.
+      // Filled before the barrier: under ThreadSanitizer on a slow day the fill alone took 2 s,
+      // which a fixed wait of rank 1 from the start did not leave room for.
+      std::vector<char> data(rank == 0 ? 64 << 20 : 0, 1);
+      check(loomBarrier(comm, nullptr), "barrier");
       if (rank == 1) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // alive, receiving nothing
         return;
       }
-      // Large enough that no transport can buffer it all: the send must wait for a receiver.
-      std::vector<char> data(64 << 20, 1);
       const auto start = std::chrono::steady_clock::now();
       const loomResult_t result = loomSend(data.data(), data.size(), loomUint8, 1, comm, nullptr);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
