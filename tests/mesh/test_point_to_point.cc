@@ -189,15 +189,14 @@ TEST(Groups, UnbalancedEndAndABadCallInsideLeaveTheGroupClean) {
 }
 
 TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
+  // Large enough that no transport can buffer it all: the send must wait for a receiver. Filled
+  // once, before the ranks are forked: under ThreadSanitizer on a slow day the fill took 2 s,
+  // more than the test's timeout and most of rank 1's wait.
+  const std::vector<char> data(64 << 20, 1);
   for (const Transport& transport : transports()) {
     Env env = transport.env;
     env.emplace_back("LOOM_TIMEOUT_MS", "700");
     const bool ok = runOnCommunicators(2, env, [&](loomComm_t comm, int rank) {
-      // Large enough that no transport can buffer it all: the send must wait for a receiver.
-      // Filled before the barrier: under ThreadSanitizer on a slow day the fill alone took 2 s,
-      // which a fixed wait of rank 1 from the start did not leave room for.
-      std::vector<char> data(rank == 0 ? 64 << 20 : 0, 1);
-      check(loomBarrier(comm, nullptr), "barrier");
       if (rank == 1) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // alive, receiving nothing
         return;
