@@ -407,7 +407,7 @@ class Run {
       case Backoff::Phase::Yield: {
         flushWakeups();
         // Most yields are a peer's turn on this core and the next pass finds its message, so
-        // the clock (a vDSO read that is slow right after a switch on a VM) is read only every
+        // the clock (a vDSO call: pure overhead to such a wait) is read only every
         // kYieldsPerClockRead-th yield: the idle time starts at the first such read, a few
         // yields late, which no timeout of milliseconds can notice. Abort is checked each time.
         const int round = backoff_.yieldRound();
