@@ -207,9 +207,9 @@ TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
       const std::string text = loomGetLastError(nullptr);
       LOOM_REQUIRE(result == loomSystemError, std::string("unreceived send gave ") + loomGetErrorString(result) + ": " + text);
       LOOM_REQUIRE(text.find("send to rank 1") != std::string::npos, "the error names the peer: " + text);
-      // The timeout counts from the last progress: a transport first fills what it can buffer
-      // (TCP on loopback takes megabytes, which under ThreadSanitizer took up to 1 s), so the
-      // bound is the timeout and that, well before rank 1 leaves at 4 s.
+      // The timeout counts from the last progress, and a transport first fills what it can
+      // buffer (TCP on loopback takes megabytes: up to 1 s under ThreadSanitizer). So the bound
+      // is the timeout plus that fill, and still well before rank 1 leaves at 4 s.
       LOOM_REQUIRE(seconds < 2.5, "the send failed after " + std::to_string(seconds) + " s, timeout 0.7 s");
     });
     EXPECT_TRUE(ok) << transport.label;
