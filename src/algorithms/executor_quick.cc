@@ -33,12 +33,11 @@ bool quickEligible(const Schedule& schedule, const ExecutionContext& context) {
 
 namespace {
 
-// Marks the messages that have completed; returns how many are left.
-size_t collectCompleted(const Schedule& schedule, QuickMessages& quick, size_t remaining) {
-  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+// Marks the first `count` messages that have completed; returns how many are left.
+size_t collectCompleted(size_t count, QuickMessages& quick, size_t remaining) {
+  for (size_t i = 0; i < count; ++i) {
     if (quick.done[i]) continue;
-    const bool isSend = schedule.steps[i].kind == StepKind::Send;
-    if (isSend ? quick.connections[i]->sendDone() : quick.connections[i]->recvDone()) {
+    if (quick.isSend[i] ? quick.connections[i]->sendDone() : quick.connections[i]->recvDone()) {
       quick.done[i] = 1;
       --remaining;
     }
@@ -63,6 +62,7 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
     transport::Connection* connection = (*context.connections)[schedule.steps[i].peer];
     quick.connections[i] = connection;
     quick.done[i] = 0;
+    quick.isSend[i] = schedule.steps[i].kind == StepKind::Send;
     transport::Connection** const listed = quick.distinct + quick.distinctCount;
     if (std::find(quick.distinct, listed, connection) == listed) quick.distinct[quick.distinctCount++] = connection;
   }
@@ -85,7 +85,7 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
     }
   }
   // A transport may complete a message when it is posted (a send copied away at once).
-  size_t remaining = collectCompleted(schedule, quick, count);
+  size_t remaining = collectCompleted(count, quick, count);
   size_t progressing = 0;  // the connection in progress(), to name it in an error
   try {
     for (int idle = 0; remaining > 0;) {
@@ -95,7 +95,7 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
       }
       if (moved) {
         // Otherwise nothing can have completed (a message completes as its bytes move).
-        remaining = collectCompleted(schedule, quick, remaining);
+        remaining = collectCompleted(count, quick, remaining);
         idle = 0;
         continue;
       }

@@ -25,6 +25,7 @@ struct QuickMessages {
   transport::Connection* connections[kQuickSteps];
   std::optional<StepSink> sinks[kQuickSteps];  // the receives' (a posted receive keeps its sink)
   uint8_t done[kQuickSteps];
+  uint8_t isSend[kQuickSteps];  // the step's kind, read on every completion check
   transport::Connection* distinct[kQuickSteps];  // each connection once, for progress()
   size_t distinctCount;
 };

@@ -1,5 +1,6 @@
 #include "core/group.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -93,6 +94,10 @@ void noteFailure(loomResult_t code, const std::string& message) {
 // A batch's sends to and receives from the rank itself must pair up: checked before any turn is
 // taken, so a bad batch is refused and the communicator stays usable.
 void checkSelfMessages(const Communicator& comm, const std::vector<algo::CallSpec>& ops) {
+  // The usual batch has none: looked for before any list is built.
+  if (std::none_of(ops.begin(), ops.end(), [&comm](const algo::CallSpec& op) { return op.peer == comm.rank(); })) {
+    return;
+  }
   std::vector<algo::PeerOperation> operations;
   for (const algo::CallSpec& op : ops) {
     if (op.peer != comm.rank()) continue;
