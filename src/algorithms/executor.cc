@@ -459,9 +459,16 @@ class Run {
 
 }  // namespace
 
+bool quickExchangeEligible(const Schedule& schedule, const ExecutionContext& context) {
+  return quickEligible(schedule, context);
+}
+
 void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
              const ExecutionContext& context) {
-  if (!quickEligible(schedule, context)) {
+  const bool eligible = context.quick == ExecutionContext::Quick::Unknown
+                         ? quickEligible(schedule, context)
+                         : context.quick == ExecutionContext::Quick::Eligible;
+  if (!eligible) {
     Run(call, schedule, buffers, context).run();
     return;
   }

@@ -65,7 +65,15 @@ struct ExecutionContext {
   // within microseconds (a point-to-point round trip), so they spin longer than oversubscribed
   // ones, which must hand the core to the rank they wait for.
   int spinPasses = 63;
+  // Whether the schedule is a quick exchange (quickExchangeEligible), when the caller already
+  // knows: a batch of sends and receives repeated in a loop keeps its schedule and the answer.
+  enum class Quick : uint8_t { Unknown, Eligible, Ineligible };
+  Quick quick = Quick::Unknown;
 };
+
+// Whether `schedule` runs as a quick exchange in `context` (executor_quick.h): the answer depends
+// only on the schedule's steps, the connections and context.spinPasses.
+bool quickExchangeEligible(const Schedule& schedule, const ExecutionContext& context);
 
 // Runs `schedule`, this rank's part of `call` (its type and op reduce what arrives).
 void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,

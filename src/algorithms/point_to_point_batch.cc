@@ -60,21 +60,18 @@ Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operation
 bool samePointToPointShape(const std::vector<PeerOperation>& built, const std::vector<PeerOperation>& operations) {
   if (built.size() != operations.size()) return false;
   for (size_t k = 0; k < built.size(); ++k) {
-    if (built[k].send != operations[k].send || built[k].peer != operations[k].peer ||
-        built[k].bytes != operations[k].bytes) {
-      return false;
-    }
+    if (!samePeerOperationShape(built[k], operations[k])) return false;
   }
   return true;
 }
 
 // The builder below makes one Send or Recv step per operation that moves bytes to another
-// rank, in operation order, before any local copy: step s is the s-th such operation.
+// rank (isMessageStep), in operation order, before any local copy: step s is the s-th such
+// operation.
 void renumberPointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule) {
   size_t step = 0;
   for (const PeerOperation& operation : operations) {
-    if (operation.bytes == 0 || operation.peer == rank) continue;
-    schedule.steps[step++].message = operation.message;
+    if (isMessageStep(rank, operation)) schedule.steps[step++].message = operation.message;
   }
 }
 
@@ -84,7 +81,7 @@ void pointToPointBatch(int rank, const std::vector<PeerOperation>& operations, S
   schedule.scratchBytes = 0;
   for (size_t k = 0; k < operations.size(); ++k) {
     const PeerOperation& operation = operations[k];
-    if (operation.bytes == 0 || operation.peer == rank) continue;
+    if (!isMessageStep(rank, operation)) continue;
     Step step{operation.send ? StepKind::Send : StepKind::Recv, operation.peer, {}, {}};
     (operation.send ? step.src : step.dst) = Range{userBuffer(k), 0, operation.bytes};
     step.message = operation.message;

@@ -126,6 +126,15 @@ Schedule pointToPointBatch(int rank, const std::vector<PeerOperation>& operation
 // The same into `schedule`, whose memory is reused (a rank exchanging small messages in a loop
 // allocates nothing per exchange).
 void pointToPointBatch(int rank, const std::vector<PeerOperation>& operations, Schedule& schedule);
+// The two rules the functions below are made of, inline for a caller that reads a batch in one
+// pass (core/peer_ops.cc): operations of the same shape (message numbers may differ), and
+// whether an operation is a message, one Send or Recv step of the batch's schedule, in order.
+inline bool samePeerOperationShape(const PeerOperation& a, const PeerOperation& b) {
+  return a.send == b.send && a.peer == b.peer && a.bytes == b.bytes;
+}
+inline bool isMessageStep(int rank, const PeerOperation& operation) {
+  return operation.bytes > 0 && operation.peer != rank;
+}
 // Whether `schedule`, built by pointToPointBatch for `rank` and `built`, serves `operations` too:
 // the same directions, peers and sizes in the same order (message numbers may differ). The
 // schedule is a function of exactly those, so a rank repeating an exchange reuses it.

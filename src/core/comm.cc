@@ -99,6 +99,11 @@ void Communicator::waitForTurn(uint64_t ticket, const algo::CallSpec& call) {
   throw Error(loomSystemError, message);
 }
 
+uint64_t Communicator::nextSerial() {
+  static std::atomic<uint64_t> serials{0};
+  return serials.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 std::string Communicator::describeCall(const algo::CallSpec& call) const {
   return std::string(algo::collectiveName(call.collective)) + " #" + std::to_string(call.sequence) + " (" +
          std::to_string(call.count) + " x " + typeName(call.type) + ", comm " + name_ + ", rank " +

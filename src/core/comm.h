@@ -142,6 +142,10 @@ class Communicator {
   std::shared_ptr<Store> store_;  // ... or the store the ranks meet in, dropped once connected
   std::string storePrefix_;
   std::atomic<bool> connected_{false};  // links_ is built (connect() has finished)
+  // Unique over the process's life (an address may be reused): what per-thread caches of a
+  // communicator's facts are keyed by (runPeerOps' kept schedule).
+  const uint64_t serial_ = nextSerial();
+  static uint64_t nextSerial();
 };
 
 }  // namespace loom

@@ -26,32 +26,41 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   ErrorState::Running running(errors_);
 
   // Kept per thread, like the executor's storage: a small exchange allocates nothing here. The
-  // schedule depends only on the rank and the operations' directions, peers and sizes, so an
-  // exchange repeated in a loop keeps it and only renumbers its messages.
+  // schedule depends only on the communicator (rank, connections) and the operations'
+  // directions, peers and sizes, so an exchange repeated in a loop keeps it, with whether it is
+  // a quick exchange, and only renumbers its messages, in the same pass that reads the batch.
   struct Kept {
-    std::vector<algo::PeerOperation> operations;
+    std::vector<algo::PeerOperation> operations;  // this batch's; before the pass, the planned one's
     std::vector<algo::UserBuffer> buffers;
     algo::Schedule schedule;
-    std::vector<algo::PeerOperation> plannedFor;  // the operations `schedule` was built from
-    int plannedRank = -1;                         // ... on this rank; -1: no schedule kept
+    uint64_t plannedComm = 0;  // the serial of the communicator `schedule` is for; 0: none kept
+    algo::ExecutionContext::Quick quick = algo::ExecutionContext::Quick::Unknown;
   };
   Kept& kept = PerThread<Kept>::get();
   std::vector<algo::PeerOperation>& operations = kept.operations;
   std::vector<algo::UserBuffer>& buffers = kept.buffers;
   algo::Schedule& schedule = kept.schedule;
-  operations.clear();
-  buffers.clear();
+  bool samePlan = kept.plannedComm == serial_ && operations.size() == ops.size();
+  if (!samePlan) {
+    kept.plannedComm = 0;  // until a new schedule is whole (building it may throw)
+    operations.resize(ops.size());
+    buffers.resize(ops.size());
+  }
   size_t totalBytes = 0;
-  for (const algo::CallSpec& op : ops) {
+  size_t step = 0;  // the kept schedule's step of the next message (algo::renumberPointToPointBatch)
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const algo::CallSpec& op = ops[k];
     const bool send = op.collective == algo::Collective::Send;
-    const size_t bytes = op.count * typeSize(op.type);
+    algo::PeerOperation operation{send, op.peer, op.count * typeSize(op.type), 0};
     // Zero-byte operations move nothing and take no number, on both ranks alike.
-    const uint64_t message = bytes > 0 && op.peer != rank_ ? order_.nextMessage(send, op.peer) : 0;
-    operations.push_back(algo::PeerOperation{send, op.peer, bytes, message});
-    buffers.push_back(algo::UserBuffer{send ? const_cast<char*>(static_cast<const char*>(op.send))
-                                            : static_cast<char*>(op.recv),
-                                       bytes});
-    totalBytes += bytes;
+    const bool message = algo::isMessageStep(rank_, operation);
+    if (message) operation.message = order_.nextMessage(send, op.peer);
+    samePlan = samePlan && algo::samePeerOperationShape(operations[k], operation);
+    if (samePlan && message) schedule.steps[step++].message = operation.message;
+    operations[k] = operation;
+    buffers[k] = algo::UserBuffer{send ? const_cast<char*>(static_cast<const char*>(op.send)) : static_cast<char*>(op.recv),
+                                  operation.bytes};
+    totalBytes += operation.bytes;
   }
   // Built only for an error or a trace line.
   const auto operation = [this, &ops] {
@@ -65,13 +74,11 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   };
 
   try {
-    if (kept.plannedRank == rank_ && algo::samePointToPointShape(kept.plannedFor, operations)) {
-      algo::renumberPointToPointBatch(rank_, operations, schedule);
-    } else {
-      kept.plannedRank = -1;  // until the new schedule is whole (building it may throw)
+    if (!samePlan) {
+      kept.plannedComm = 0;
       algo::pointToPointBatch(rank_, operations, schedule);
-      kept.plannedFor = operations;
-      kept.plannedRank = rank_;
+      kept.quick = algo::ExecutionContext::Quick::Unknown;
+      kept.plannedComm = serial_;
     }
     // The batch as one call for the executor: bytes, so each message's tag counts bytes.
     algo::CallSpec batch;
@@ -84,6 +91,11 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     algo::ExecutionContext context;
     fillContext(context, operation, totalBytes);
     context.streamReductions = false;
+    if (kept.quick == algo::ExecutionContext::Quick::Unknown) {
+      kept.quick = algo::quickExchangeEligible(schedule, context) ? algo::ExecutionContext::Quick::Eligible
+                                                                  : algo::ExecutionContext::Quick::Ineligible;
+    }
+    context.quick = kept.quick;
     LOOM_TRACE(COLL, "%s: %zu steps", operation().c_str(), schedule.steps.size());
     algo::execute(batch, schedule, executionBuffers, context);
   } catch (...) {

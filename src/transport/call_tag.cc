@@ -5,9 +5,7 @@
 
 namespace loom::transport {
 
-void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self, int peer) {
-  if (mine.sequence == 0 || theirSequence == 0) return;
-  if (theirSequence == mine.sequence && theirs == mine.call) return;
+void throwOtherCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self, int peer) {
   auto describe = [&](const CallDescriptor& call) {
     return mine.describe != nullptr ? mine.describe(call) : "count " + std::to_string(call.count);
   };

@@ -64,7 +64,15 @@ struct CallTag {
 
 // Throws loom::ExplainedError(loomInvalidUsage) naming both calls when a message from `peer`
 // belongs to another call than `mine` (either sequence 0: not checked).
-void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self, int peer);
+// Inline: every message's first piece is checked; the error is built out of line.
+[[noreturn]] void throwOtherCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self,
+                                 int peer);
+inline void checkSameCall(const CallTag& mine, uint64_t theirSequence, const CallDescriptor& theirs, int self,
+                          int peer) {
+  if (mine.sequence == 0 || theirSequence == 0) return;
+  if (theirSequence == mine.sequence && theirs == mine.call) [[likely]] return;
+  throwOtherCall(mine, theirSequence, theirs, self, peer);
+}
 
 // ---- Memory ------------------------------------------------------------------------------------
 

@@ -101,9 +101,8 @@ ShmFifo ShmFifo::attach(ShmSegment segment, const ShmFifoGeometry& expected, int
 
 ShmFifo::Control& ShmFifo::control() const { return *static_cast<Control*>(segment_.data()); }
 
-char* ShmFifo::slot(uint64_t sequence) const {
-  return static_cast<char*>(segment_.data()) + sizeof(Control) +
-         (sequence % geometry_.slotCount) * slotStride_;
+char* ShmFifo::slot(uint32_t index) const {
+  return static_cast<char*>(segment_.data()) + sizeof(Control) + size_t{index} * slotStride_;
 }
 
 int ShmFifo::creatorPid() const { return control().segment.creatorPid; }
@@ -123,7 +122,7 @@ uint32_t ShmFifo::freeSlots() {
 
 void ShmFifo::push(const void* data, uint32_t bytes, uint64_t offset, uint32_t messageSeq, const CallTag& tag,
                    int32_t failureCode) {
-  char* target = slot(head_);
+  char* target = slot(headIndex_);
   auto* header = reinterpret_cast<ShmSlotHeader*>(target);
   header->offset = offset;
   header->bytes = bytes;
@@ -134,6 +133,7 @@ void ShmFifo::push(const void* data, uint32_t bytes, uint64_t offset, uint32_t m
   std::memcpy(bytes <= ShmSlotHeader::kInlineBytes ? header->inlinePayload : reinterpret_cast<unsigned char*>(target) + sizeof(ShmSlotHeader),
               data, bytes);
   ++head_;
+  headIndex_ = nextIndex(headIndex_);
   std::atomic_ref<uint64_t>(header->slotSeq).store(head_, std::memory_order_release);  // publishes the slot
   control().head.store(head_, std::memory_order_release);
 }
@@ -148,7 +148,7 @@ bool ShmFifo::anyFree() const {
 uint32_t ShmFifo::filledSlots() {
   if (seenHead_ == tail_) {
     const uint64_t seq =
-        std::atomic_ref<uint64_t>(reinterpret_cast<ShmSlotHeader*>(slot(tail_))->slotSeq).load(std::memory_order_acquire);
+        std::atomic_ref<uint64_t>(reinterpret_cast<ShmSlotHeader*>(slot(tailIndex_))->slotSeq).load(std::memory_order_acquire);
     if (seq == tail_ + 1) {
       seenHead_ = tail_ + 1;
     } else if (seq != (tail_ < geometry_.slotCount ? 0 : tail_ + 1 - geometry_.slotCount)) {
@@ -162,7 +162,7 @@ uint32_t ShmFifo::filledSlots() {
 
 ShmSlotHeader ShmFifo::frontHeader() const {
   ShmSlotHeader copy;
-  std::memcpy(&copy, slot(tail_), sizeof(copy));
+  std::memcpy(&copy, slot(tailIndex_), sizeof(copy));
   if (copy.slotSeq != tail_ + 1) {
     throwRemote("shm: " + label_ + ": slot " + std::to_string(tail_) + " carries sequence number " +
                 std::to_string(copy.slotSeq) + " (shared memory overwritten?)");
@@ -171,13 +171,15 @@ ShmSlotHeader ShmFifo::frontHeader() const {
 }
 
 const void* ShmFifo::frontPayload(size_t bytes) const {
-  auto* header = reinterpret_cast<const ShmSlotHeader*>(slot(tail_));
+  const char* front = slot(tailIndex_);
+  auto* header = reinterpret_cast<const ShmSlotHeader*>(front);
   return bytes <= ShmSlotHeader::kInlineBytes ? static_cast<const void*>(header->inlinePayload)
-                                              : slot(tail_) + sizeof(ShmSlotHeader);
+                                              : front + sizeof(ShmSlotHeader);
 }
 
 void ShmFifo::pop() {
   ++tail_;
+  tailIndex_ = nextIndex(tailIndex_);
   control().tail.store(tail_, std::memory_order_release);
 }
 

@@ -102,7 +102,10 @@ class ShmFifo {
   struct Control;
   ShmFifo(ShmSegment segment, const ShmFifoGeometry& geometry, std::string label);
   Control& control() const;
-  char* slot(uint64_t sequence) const;
+  char* slot(uint32_t index) const;  // by index in the ring (a sequence number % slotCount)
+  // The ring index after `index` (kept instead of divided out of head_ and tail_ each time: a
+  // 64-bit division is tens of cycles on the path of every message).
+  uint32_t nextIndex(uint32_t index) const { return index + 1 == geometry_.slotCount ? 0 : index + 1; }
 
   ShmSegment segment_;
   ShmFifoGeometry geometry_;
@@ -114,6 +117,8 @@ class ShmFifo {
   uint64_t seenTail_ = 0;
   uint64_t tail_ = 0;
   uint64_t seenHead_ = 0;
+  uint32_t headIndex_ = 0;  // head_ % slotCount
+  uint32_t tailIndex_ = 0;  // tail_ % slotCount
 };
 
 }  // namespace loom::transport
