@@ -32,6 +32,15 @@ algo::CallSpec describe(algo::Collective collective, const void* sendbuff, void*
 }
 
 void issue(algo::CallSpec call) {
+  // Inside a group, a call on the communicator of the call before it (a rank's sends and
+  // receives of one exchange) takes no reference of its own: the group holds one.
+  if (Communicator* pinned = group::pinned(); pinned != nullptr && api::namesPinnedComm(call.comm, pinned)) {
+    std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
+    api::resolvePreMulSum(call, pinned->name());
+    algo::validate(call, pinned->rank(), pinned->size());
+    group::issuePinned(call, std::move(stream));
+    return;
+  }
   std::shared_ptr<Communicator> comm = api::checkedComm(call.comm);
   std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
   api::resolvePreMulSum(call, comm->name());  // op >= loomNumOps: a PreMulSum operator (api_redop.cc)

@@ -107,6 +107,7 @@ struct LastComm {
   uintptr_t handle = 0;
   uint64_t removals = 0;
   std::weak_ptr<Communicator> impl;
+  const Communicator* raw = nullptr;  // impl's object, compared only (never used through)
   pid_t creator = 0;
 };
 
@@ -151,8 +152,21 @@ std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what) {
   last.handle = handle;
   last.removals = removalsBefore;
   last.impl = impl;
+  last.raw = impl.get();
   last.creator = creator;
   return impl;
+}
+
+bool namesPinnedComm(loomComm_t comm, const Communicator* pinned, const char* what) {
+  const LastComm& last = PerThread<LastComm>::get();
+  // The handle names the communicator it named when checked last, nothing was removed since,
+  // and that is the pinned one (alive: the pin holds it, so the address cannot be reused).
+  if (comm == nullptr || reinterpret_cast<uintptr_t>(comm) != last.handle || last.raw != pinned ||
+      comms().removals() != last.removals) {
+    return false;
+  }
+  checkProcess(last.creator, what);
+  return true;
 }
 
 loomStream_t registerStream(std::shared_ptr<Stream> stream) {

@@ -75,6 +75,10 @@ CommEntry checkedCommEntry(loomComm_t comm, const char* what = "comm");
 // running is loomInvalidUsage, one whose init failed gives that error. The returned reference
 // keeps the communicator alive even if another thread destroys the handle meanwhile.
 std::shared_ptr<Communicator> checkedComm(loomComm_t comm, const char* what = "comm");
+// Whether `comm` is a live handle of `pinned`, a communicator the caller holds a reference to (a
+// group's, core/group.h), as this thread's last checkedComm found: then checkedComm would return
+// `pinned`, and the caller needs no reference of its own. False: ask checkedComm.
+bool namesPinnedComm(loomComm_t comm, const Communicator* pinned, const char* what = "comm");
 
 // Live streams, likewise. checkedStream(NULL) is null: the NULL stream is the calling thread.
 loomStream_t registerStream(std::shared_ptr<Stream> stream);

@@ -30,6 +30,11 @@ void start();
 // second thread inside that step on the same communicator gets loomInvalidUsage, and its call
 // is not queued.
 void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::shared_ptr<Stream> stream);
+// Inside a group: the communicator of the call queued last (null: none, or outside a group). The
+// group holds a reference to it until it ends, so a call on it can be queued without one of its
+// own, by issuePinned (which needs pinned() not null).
+Communicator* pinned();
+void issuePinned(const algo::CallSpec& call, std::shared_ptr<Stream> stream);
 // A call inside the group failed its checks: GroupEnd will fail and run nothing.
 void noteFailure(loomResult_t code, const std::string& message);
 // Issues everything queued (when the outermost group ends); throws the first failure.

@@ -127,6 +127,43 @@ TEST_P(CommInitAll, GroupedCollectivesFromOneThread) {
   }
 }
 
+// A ring exchange from one thread, every rank's send issued before any receive, so the calls
+// alternate between communicators (A B .. A B ..) and then repeat one (a send and a receive on
+// A, then on B): the group holds a reference per run of calls on one communicator, and every
+// communicator's batch must still find its own.
+TEST_P(CommInitAll, GroupedRingExchangeInterleavedAndInRuns) {
+  const int n = GetParam();
+  std::vector<std::vector<int32_t>> in(n), out(n);
+  for (int r = 0; r < n; ++r) {
+    in[r].assign(kCount, 0);
+    for (size_t i = 0; i < kCount; ++i) in[r][i] = int32_t(r * 1000000 + int(i));
+  }
+  auto expectFromLeft = [&](const char* shape) {
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(out[r], in[(r + n - 1) % n]) << shape << ": rank " << r;
+    }
+  };
+  for (int r = 0; r < n; ++r) out[r].assign(kCount, -1);
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(loomSend(in[r].data(), kCount, loomInt32, (r + 1) % n, comms_[r], nullptr), loomSuccess);
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(loomRecv(out[r].data(), kCount, loomInt32, (r + n - 1) % n, comms_[r], nullptr), loomSuccess);
+  }
+  ASSERT_EQ(loomGroupEnd(), loomSuccess) << loomGetLastError(nullptr);
+  expectFromLeft("interleaved");
+
+  for (int r = 0; r < n; ++r) out[r].assign(kCount, -1);
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(loomSend(in[r].data(), kCount, loomInt32, (r + 1) % n, comms_[r], nullptr), loomSuccess);
+    ASSERT_EQ(loomRecv(out[r].data(), kCount, loomInt32, (r + n - 1) % n, comms_[r], nullptr), loomSuccess);
+  }
+  ASSERT_EQ(loomGroupEnd(), loomSuccess) << loomGetLastError(nullptr);
+  expectFromLeft("in runs");
+}
+
 TEST_P(CommInitAll, ThreadPerCommunicatorWithoutGroup) {
   const int n = GetParam();
   // Every thread walks the same case matrix (all types, ops, roots, in/out of place) on its own
