@@ -38,7 +38,7 @@ void issue(algo::CallSpec call) {
     std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
     api::resolvePreMulSum(call, pinned->name());
     algo::validate(call, pinned->rank(), pinned->size());
-    group::issuePinned(call, std::move(stream));
+    group::issuePinned(std::move(call), std::move(stream));
     return;
   }
   std::shared_ptr<Communicator> comm = api::checkedComm(call.comm);
@@ -119,7 +119,7 @@ loomResult_t loomAlltoAllv(const void* sendbuff, const size_t sendcounts[], cons
     layout->recvCounts.assign(recvcounts, recvcounts + n);
     layout->recvDispls.assign(rdispls, rdispls + n);
     call.layout = std::move(layout);
-    issue(call);
+    issue(std::move(call));
   });
 }
 
@@ -148,7 +148,7 @@ loomResult_t loomSend(const void* sendbuff, size_t count, loomDataType_t datatyp
   return api::guarded("loomSend", [&] {
     algo::CallSpec call = describe(algo::Collective::Send, sendbuff, nullptr, count, datatype, kNoOp, kNoRoot, comm, stream);
     call.peer = peer;
-    issue(call);
+    issue(std::move(call));
   });
 }
 
@@ -157,7 +157,7 @@ loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int
   return api::guarded("loomRecv", [&] {
     algo::CallSpec call = describe(algo::Collective::Recv, nullptr, recvbuff, count, datatype, kNoOp, kNoRoot, comm, stream);
     call.peer = peer;
-    issue(call);
+    issue(std::move(call));
   });
 }
 

@@ -159,9 +159,9 @@ Communicator* pinned() {
   return targets.empty() ? nullptr : targets.back().comm;
 }
 
-void issuePinned(const algo::CallSpec& call, std::shared_ptr<Stream> stream) {
+void issuePinned(algo::CallSpec call, std::shared_ptr<Stream> stream) {
   GroupState& state = groupState();
-  state.calls.push_back(call);
+  state.calls.push_back(std::move(call));
   state.targets.push_back(Target{state.targets.back().comm, nullptr, std::move(stream)});
 }
 
@@ -175,13 +175,16 @@ bool endOnOneTarget(const std::vector<algo::CallSpec>& calls, std::vector<Target
   Communicator* comm = targets.front().comm;
   Stream* stream = targets.front().stream.get();
   size_t peerCount = 0;
+  bool toSelf = false;  // a send to or receive from this rank itself: checked before the turn
   for (size_t i = 0; i < calls.size(); ++i) {
     if (targets[i].comm != comm || targets[i].stream.get() != stream) return false;
-    peerCount += algo::isPointToPoint(calls[i].collective) ? 1 : 0;
+    const bool peerOp = algo::isPointToPoint(calls[i].collective);
+    peerCount += peerOp ? 1 : 0;
+    toSelf = toSelf || (peerOp && calls[i].peer == comm->rank());
   }
   if (stream == nullptr && peerCount == calls.size()) {
     // Sends and receives only, completed here: one ticket, one unit, as a lone send is.
-    checkSelfMessages(*comm, calls);
+    if (toSelf) checkSelfMessages(*comm, calls);
     uint64_t ticket;
     {
       const IssueStep step(*comm);

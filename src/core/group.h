@@ -34,7 +34,7 @@ void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::
 // group holds a reference to it until it ends, so a call on it can be queued without one of its
 // own, by issuePinned (which needs pinned() not null).
 Communicator* pinned();
-void issuePinned(const algo::CallSpec& call, std::shared_ptr<Stream> stream);
+void issuePinned(algo::CallSpec call, std::shared_ptr<Stream> stream);
 // A call inside the group failed its checks: GroupEnd will fail and run nothing.
 void noteFailure(loomResult_t code, const std::string& message);
 // Issues everything queued (when the outermost group ends); throws the first failure.
