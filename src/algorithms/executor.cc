@@ -51,6 +51,7 @@ constexpr int kOtherDeathGraceMs = 1000;
 // reusing the memory spares a small call (a point-to-point exchange) a dozen allocations.
 struct RunStorage {
   QuickMessages quick;
+  QuickPlan plan;  // a call's own, when its caller keeps none
   std::vector<uint8_t> done;
   std::vector<int> local;
   std::vector<const void*> rankSources;
@@ -459,24 +460,21 @@ class Run {
 
 }  // namespace
 
-bool quickExchangeEligible(const Schedule& schedule, const ExecutionContext& context) {
-  return quickEligible(schedule, context);
-}
-
 void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
              const ExecutionContext& context) {
-  const bool eligible = context.quick == ExecutionContext::Quick::Unknown
-                         ? quickEligible(schedule, context)
-                         : context.quick == ExecutionContext::Quick::Eligible;
-  if (!eligible) {
+  RunStorage& storage = runStorage();
+  QuickPlan& plan = context.quickPlan != nullptr ? *context.quickPlan : storage.plan;
+  if (context.quickPlan == nullptr) plan.state = QuickPlan::State::Unknown;
+  if (plan.state == QuickPlan::State::Unknown) prepareQuickPlan(call, schedule, context, plan);
+  if (plan.state != QuickPlan::State::Eligible) {
     Run(call, schedule, buffers, context).run();
     return;
   }
-  QuickMessages& quick = runStorage().quick;
+  QuickMessages& quick = storage.quick;
   int spunRounds = 0;
   int failedPeer = -1;
   std::exception_ptr failure;
-  switch (quickExchange(call, schedule, buffers, context, quick, spunRounds, failure, failedPeer)) {
+  switch (quickExchange(call, schedule, plan, buffers, context, quick, spunRounds, failure, failedPeer)) {
     case QuickOutcome::Done:
       return;
     case QuickOutcome::Posted:

@@ -65,15 +65,28 @@ struct ExecutionContext {
   // within microseconds (a point-to-point round trip), so they spin longer than oversubscribed
   // ones, which must hand the core to the rank they wait for.
   int spinPasses = 63;
-  // Whether the schedule is a quick exchange (quickExchangeEligible), when the caller already
-  // knows: a batch of sends and receives repeated in a loop keeps its schedule and the answer.
-  enum class Quick : uint8_t { Unknown, Eligible, Ineligible };
-  Quick quick = Quick::Unknown;
+  // A caller that repeats one schedule (a batch of sends and receives in a loop) keeps its
+  // QuickPlan beside it: null, or a plan whose state is Unknown, makes the executor work it out.
+  struct QuickPlan* quickPlan = nullptr;
 };
 
-// Whether `schedule` runs as a quick exchange in `context` (executor_quick.h): the answer depends
-// only on the schedule's steps, the connections and context.spinPasses.
-bool quickExchangeEligible(const Schedule& schedule, const ExecutionContext& context);
+// What a quick exchange (executor_quick.h) derives from the schedule, the call's shape and the
+// connections alone: whether the schedule is one, which connection each message uses, each
+// connection once, and each message's tag but for its number. Valid while those stay the
+// same; the caller sets `state` back to Unknown when they change.
+constexpr size_t kQuickSteps = 8;
+struct QuickPlan {
+  enum class State : uint8_t { Unknown, Eligible, Ineligible };
+  State state = State::Unknown;
+  size_t count = 0;  // messages
+  transport::Connection* connections[kQuickSteps] = {};
+  uint8_t isSend[kQuickSteps] = {};
+  uint8_t ownTag[kQuickSteps] = {};  // the message carries a tag of its own (carriesOwnTag)
+  transport::CallTag tags[kQuickSteps];  // that tag, its sequence the call's (numbered per exchange)
+  transport::CallTag callTag;            // the call's tag, set once per connection otherwise
+  transport::Connection* distinct[kQuickSteps] = {};  // each connection once, for progress()
+  size_t distinctCount = 0;
+};
 
 // Runs `schedule`, this rank's part of `call` (its type and op reduce what arrives).
 void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,

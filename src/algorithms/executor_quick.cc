@@ -31,13 +31,37 @@ bool quickEligible(const Schedule& schedule, const ExecutionContext& context) {
   return true;
 }
 
+void prepareQuickPlan(const CallSpec& call, const Schedule& schedule, const ExecutionContext& context,
+                      QuickPlan& plan) {
+  if (!quickEligible(schedule, context)) {
+    plan.state = QuickPlan::State::Ineligible;
+    return;
+  }
+  const size_t elementBytes = typeSize(call.type);
+  plan.callTag = callTag(call, context);
+  plan.count = schedule.steps.size();
+  plan.distinctCount = 0;
+  for (size_t i = 0; i < plan.count; ++i) {
+    const Step& step = schedule.steps[i];
+    transport::Connection* connection = (*context.connections)[step.peer];
+    plan.connections[i] = connection;
+    plan.isSend[i] = step.kind == StepKind::Send;
+    plan.ownTag[i] = carriesOwnTag(call, step);
+    plan.tags[i] = messageTag(plan.callTag, step, elementBytes);
+    plan.tags[i].sequence = plan.callTag.sequence;  // the message's number goes in per exchange
+    transport::Connection** const listed = plan.distinct + plan.distinctCount;
+    if (std::find(plan.distinct, listed, connection) == listed) plan.distinct[plan.distinctCount++] = connection;
+  }
+  plan.state = QuickPlan::State::Eligible;
+}
+
 namespace {
 
 // Marks the first `count` messages that have completed; returns how many are left.
-size_t collectCompleted(size_t count, QuickMessages& quick, size_t remaining) {
-  for (size_t i = 0; i < count; ++i) {
+size_t collectCompleted(const QuickPlan& plan, QuickMessages& quick, size_t remaining) {
+  for (size_t i = 0; i < plan.count; ++i) {
     if (quick.done[i]) continue;
-    if (quick.isSend[i] ? quick.connections[i]->sendDone() : quick.connections[i]->recvDone()) {
+    if (plan.isSend[i] ? plan.connections[i]->sendDone() : plan.connections[i]->recvDone()) {
       quick.done[i] = 1;
       --remaining;
     }
@@ -45,57 +69,55 @@ size_t collectCompleted(size_t count, QuickMessages& quick, size_t remaining) {
   return remaining;
 }
 
-void flushWakeups(const QuickMessages& quick) {
-  for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->flushWakeup();
+void flushWakeups(const QuickPlan& plan) {
+  for (size_t k = 0; k < plan.distinctCount; ++k) plan.distinct[k]->flushWakeup();
+}
+
+// A message's tag: the plan's, numbered as this exchange numbers it (messageTag's rule).
+transport::CallTag numberedTag(const QuickPlan& plan, size_t i, const Step& step) {
+  transport::CallTag tag = plan.tags[i];
+  if (tag.sequence != 0 && step.message != 0) tag.sequence = transport::kPointToPointTag | step.message;
+  return tag;
 }
 
 }  // namespace
 
-QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
-                           const ExecutionContext& context, QuickMessages& quick, int& spunRounds,
-                           std::exception_ptr& failure, int& failedPeer) {
-  const size_t count = schedule.steps.size();
+QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const QuickPlan& plan,
+                           const ExecutionBuffers& buffers, const ExecutionContext& context, QuickMessages& quick,
+                           int& spunRounds, std::exception_ptr& failure, int& failedPeer) {
+  const size_t count = plan.count;
   const size_t elementBytes = typeSize(call.type);
-  const transport::CallTag tag = callTag(call, context);
-  quick.distinctCount = 0;
-  for (size_t i = 0; i < count; ++i) {
-    transport::Connection* connection = (*context.connections)[schedule.steps[i].peer];
-    quick.connections[i] = connection;
-    quick.done[i] = 0;
-    quick.isSend[i] = schedule.steps[i].kind == StepKind::Send;
-    transport::Connection** const listed = quick.distinct + quick.distinctCount;
-    if (std::find(quick.distinct, listed, connection) == listed) quick.distinct[quick.distinctCount++] = connection;
-  }
   spunRounds = 0;
   // As Run does: the call's tag once per peer before its first message (so it never overwrites
   // the tag of a receive already posted on the connection), a message's own where it has one.
   if (call.sequence != transport::kPointToPointTag) {
-    for (size_t k = 0; k < quick.distinctCount; ++k) quick.distinct[k]->setCallTag(tag);
+    for (size_t k = 0; k < plan.distinctCount; ++k) plan.distinct[k]->setCallTag(plan.callTag);
   }
   for (size_t i = 0; i < count; ++i) {
     const Step& step = schedule.steps[i];
-    transport::Connection& connection = *quick.connections[i];
-    if (step.kind == StepKind::Send) {
-      if (carriesOwnTag(call, step)) connection.setSendTag(messageTag(tag, step, elementBytes));
+    transport::Connection& connection = *plan.connections[i];
+    quick.done[i] = 0;
+    if (plan.isSend[i]) {
+      if (plan.ownTag[i]) connection.setSendTag(numberedTag(plan, i, step));
       connection.postSend(unregisteredRegion(buffers, schedule, step.src.buffer), step.src.offset, step.src.bytes);
     } else {
-      if (carriesOwnTag(call, step)) connection.setRecvTag(messageTag(tag, step, elementBytes));
+      if (plan.ownTag[i]) connection.setRecvTag(numberedTag(plan, i, step));
       quick.sinks[i].emplace(writableTarget(buffers, step.dst), nullptr, call, context, elementBytes, step.rawIncoming);
       connection.postRecv(step.dst.bytes, &*quick.sinks[i]);
     }
   }
   // A transport may complete a message when it is posted (a send copied away at once).
-  size_t remaining = collectCompleted(count, quick, count);
+  size_t remaining = collectCompleted(plan, quick, count);
   size_t progressing = 0;  // the connection in progress(), to name it in an error
   try {
     for (int idle = 0; remaining > 0;) {
       bool moved = false;
-      for (progressing = 0; progressing < quick.distinctCount; ++progressing) {
-        moved |= quick.distinct[progressing]->progress();
+      for (progressing = 0; progressing < plan.distinctCount; ++progressing) {
+        moved |= plan.distinct[progressing]->progress();
       }
       if (moved) {
         // Otherwise nothing can have completed (a message completes as its bytes move).
-        remaining = collectCompleted(count, quick, remaining);
+        remaining = collectCompleted(plan, quick, remaining);
         idle = 0;
         continue;
       }
@@ -103,15 +125,15 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
         spunRounds = idle - 1;
         return QuickOutcome::Posted;
       }
-      if (idle == kFlushAfterIdleRounds) flushWakeups(quick);
+      if (idle == kFlushAfterIdleRounds) flushWakeups(plan);
       cpuPause();
     }
   } catch (...) {
     failure = std::current_exception();
-    failedPeer = progressing < quick.distinctCount ? quick.distinct[progressing]->peer() : -1;
+    failedPeer = progressing < plan.distinctCount ? plan.distinct[progressing]->peer() : -1;
     return QuickOutcome::Failed;
   }
-  flushWakeups(quick);  // a peer asleep waiting for what this exchange sent learns of it now
+  flushWakeups(plan);  // a peer asleep waiting for what this exchange sent learns of it now
   return QuickOutcome::Done;
 }
 

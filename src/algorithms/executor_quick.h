@@ -18,16 +18,12 @@
 
 namespace loom::algo::executor_detail {
 
-// A quick exchange's messages, at most kQuickSteps, by step index. Kept per thread with the
-// executor's other storage: a receive's sink must outlive the exchange's hand-over to a run.
-constexpr size_t kQuickSteps = 8;
+// A quick exchange's receives' sinks and its messages' completion, by step index; what the
+// schedule fixes is in its QuickPlan (executor.h). Kept per thread with the executor's other
+// storage: a receive's sink must outlive the exchange's hand-over to a run.
 struct QuickMessages {
-  transport::Connection* connections[kQuickSteps];
   std::optional<StepSink> sinks[kQuickSteps];  // the receives' (a posted receive keeps its sink)
   uint8_t done[kQuickSteps];
-  uint8_t isSend[kQuickSteps];  // the step's kind, read on every completion check
-  transport::Connection* distinct[kQuickSteps];  // each connection once, for progress()
-  size_t distinctCount;
 };
 
 // At most this many bytes in all: the quick exchange checks no abort flag while it moves data,
@@ -39,6 +35,9 @@ constexpr size_t kQuickBytes = 64 * 1024;
 // register no memory, on a rank that spins (ExecutionContext::spinPasses not 0: ranks that
 // outnumber the cores yield at once, and the spin would only add its set-up).
 bool quickEligible(const Schedule& schedule, const ExecutionContext& context);
+// Fills `plan` for `call`'s schedule (state Eligible), or sets it Ineligible.
+void prepareQuickPlan(const CallSpec& call, const Schedule& schedule, const ExecutionContext& context,
+                      QuickPlan& plan);
 
 enum class QuickOutcome {
   Done,    // every message completed
@@ -48,9 +47,9 @@ enum class QuickOutcome {
 
 // Posts every message of a quick exchange and polls them for up to context.spinPasses idle
 // passes. `spunRounds`: the idle passes spent, for the adopting run's backoff. An error while
-// posting is thrown as is, as Run::post lets it go.
-QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const ExecutionBuffers& buffers,
-                           const ExecutionContext& context, QuickMessages& quick, int& spunRounds,
-                           std::exception_ptr& failure, int& failedPeer);
+// posting is thrown as is, as Run::post lets it go. `plan`: the schedule's, Eligible.
+QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const QuickPlan& plan,
+                           const ExecutionBuffers& buffers, const ExecutionContext& context, QuickMessages& quick,
+                           int& spunRounds, std::exception_ptr& failure, int& failedPeer);
 
 }  // namespace loom::algo::executor_detail

@@ -34,7 +34,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     std::vector<algo::UserBuffer> buffers;
     algo::Schedule schedule;
     uint64_t plannedComm = 0;  // the serial of the communicator `schedule` is for; 0: none kept
-    algo::ExecutionContext::Quick quick = algo::ExecutionContext::Quick::Unknown;
+    algo::QuickPlan quick;  // the schedule's quick exchange, worked out on its first run
   };
   Kept& kept = PerThread<Kept>::get();
   std::vector<algo::PeerOperation>& operations = kept.operations;
@@ -77,7 +77,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     if (!samePlan) {
       kept.plannedComm = 0;
       algo::pointToPointBatch(rank_, operations, schedule);
-      kept.quick = algo::ExecutionContext::Quick::Unknown;
+      kept.quick.state = algo::QuickPlan::State::Unknown;
       kept.plannedComm = serial_;
     }
     // The batch as one call for the executor: bytes, so each message's tag counts bytes.
@@ -91,11 +91,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     algo::ExecutionContext context;
     fillContext(context, operation, totalBytes);
     context.streamReductions = false;
-    if (kept.quick == algo::ExecutionContext::Quick::Unknown) {
-      kept.quick = algo::quickExchangeEligible(schedule, context) ? algo::ExecutionContext::Quick::Eligible
-                                                                  : algo::ExecutionContext::Quick::Ineligible;
-    }
-    context.quick = kept.quick;
+    context.quickPlan = &kept.quick;
     LOOM_TRACE(COLL, "%s: %zu steps", operation().c_str(), schedule.steps.size());
     algo::execute(batch, schedule, executionBuffers, context);
   } catch (...) {
