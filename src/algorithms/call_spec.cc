@@ -195,10 +195,10 @@ void checkOverlap(const CallSpec& call, int rank, int nranks) {
                 " bytes) without being the in-place form; use disjoint buffers or the exact in-place pointers");
 }
 
-// A send or receive: the same checks in the same order as a collective's (type, count, peer,
-// buffer), on their own because a rank's exchange is mostly these. The test is a few compares;
-// what failed is told out of line, so the common path saves no registers for the messages.
-[[noreturn, gnu::noinline, gnu::cold]] void throwBadPeerOp(const CallSpec& call, int rank, int nranks) {
+}  // namespace
+
+// validate()'s checks of a send or receive, in the same order, run again to say which failed.
+void throwBadPeerOp(const CallSpec& call, int rank, int nranks) {
   checkType(rawValue(call.type), false);
   checkCount(call.count, 1, call.type);
   if (call.peer < 0 || call.peer >= nranks) {
@@ -211,23 +211,7 @@ void checkOverlap(const CallSpec& call, int rank, int nranks) {
                                                      : "recv: recvbuff is NULL with count > 0"));
 }
 
-void validatePeerOp(const CallSpec& call, int rank, int nranks) {
-  const int type = rawValue(call.type);
-  const void* buffer = call.collective == Collective::Send ? call.send : call.recv;
-  size_t bytes;
-  const bool valid = type >= 0 && type < loomNumTypes && !__builtin_mul_overflow(call.count, typeSize(call.type), &bytes) &&
-                     bytes <= static_cast<size_t>(INT64_MAX) && call.peer >= 0 && call.peer < nranks &&
-                     (call.count == 0 || buffer != nullptr);
-  if (!valid) [[unlikely]] throwBadPeerOp(call, rank, nranks);
-}
-
-}  // namespace
-
-void validate(const CallSpec& call, int rank, int nranks) {
-  if (isPointToPoint(call.collective)) {
-    validatePeerOp(call, rank, nranks);
-    return;
-  }
+void validateCollective(const CallSpec& call, int rank, int nranks) {
   // Built only on the way to an error: the common path allocates nothing.
   auto where = [rank] { return "rank " + std::to_string(rank) + ": "; };
   checkType(rawValue(call.type), hasOp(call.collective));

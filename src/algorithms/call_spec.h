@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/datatype.h"
 #include "loom.h"
 #include "transport/transport.h"
 
@@ -95,8 +97,27 @@ inline transport::CallDescriptor CallSpec::descriptor() const {
 // Throws loomInvalidArgument naming what is wrong with a call on rank `rank` of `nranks`
 // (datatype, op, count overflow, root, peer, NULL buffers, overlap), in the order the API always
 // checked them.
-// The datatype and op are read as raw integers first: a C caller may pass any int.
-void validate(const CallSpec& call, int rank, int nranks);
+// The datatype and op are read as raw integers first: a C caller may pass any int. A send or
+// receive (a rank's exchange is mostly these) is checked inline with a few compares, type,
+// count, peer, buffer, and what failed is said out of line (throwBadPeerOp), so the common path
+// saves no registers for building messages; a collective is checked by validateCollective.
+void validateCollective(const CallSpec& call, int rank, int nranks);
+[[noreturn, gnu::noinline, gnu::cold]] void throwBadPeerOp(const CallSpec& call, int rank, int nranks);
+inline void validate(const CallSpec& call, int rank, int nranks) {
+  if (!isPointToPoint(call.collective)) {
+    validateCollective(call, rank, nranks);
+    return;
+  }
+  int type;
+  std::memcpy(&type, &call.type, sizeof(type));  // raw: a C caller may pass any int
+  const void* buffer = call.collective == Collective::Send ? call.send : call.recv;
+  size_t bytes;
+  const bool valid = type >= 0 && type < loomNumTypes &&
+                     !__builtin_mul_overflow(call.count, typeSize(call.type), &bytes) &&
+                     bytes <= static_cast<size_t>(INT64_MAX) && call.peer >= 0 && call.peer < nranks &&
+                     (call.count == 0 || buffer != nullptr);
+  if (!valid) [[unlikely]] throwBadPeerOp(call, rank, nranks);
+}
 
 // "allreduce(count 4096, float32, sum)": a descriptor in error messages.
 std::string describeDescriptor(const transport::CallDescriptor& descriptor);

@@ -117,7 +117,7 @@ void issue(const algo::CallSpec& call, std::shared_ptr<Communicator> comm, std::
     state.calls.push_back(call);
     Communicator* const raw = comm.get();
     if (!state.targets.empty() && state.targets.back().comm == raw) comm.reset();  // pinned already
-    state.targets.push_back(Target{raw, std::move(comm), std::move(stream)});
+    state.targets.emplace_back(raw, std::move(comm), std::move(stream));
     return;
   }
   const bool peerOp = algo::isPointToPoint(call.collective);
@@ -162,7 +162,7 @@ Communicator* pinned() {
 void issuePinned(algo::CallSpec call, std::shared_ptr<Stream> stream) {
   GroupState& state = groupState();
   state.calls.push_back(std::move(call));
-  state.targets.push_back(Target{state.targets.back().comm, nullptr, std::move(stream)});
+  state.targets.emplace_back(state.targets.back().comm, nullptr, std::move(stream));
 }
 
 namespace {
