@@ -106,23 +106,20 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
       connection.postRecv(step.dst.bytes, &*quick.sinks[i]);
     }
   }
-  size_t remaining = count;
+  // A transport may complete a message when it is posted (a send copied away at once).
+  size_t remaining = collectCompleted(plan, quick, count);
   size_t progressing = 0;  // the connection in progress(), to name it in an error
   try {
-    // Completions are looked for after a pass that moved bytes (a message completes as its bytes
-    // move) and after the first pass, whatever it did: a transport may complete a message when it
-    // is posted (a send copied away at once). The first pass usually pushes the sends anyway.
-    for (int idle = 0, pass = 0; remaining > 0; ++pass) {
+    for (int idle = 0; remaining > 0;) {
       bool moved = false;
       for (progressing = 0; progressing < plan.distinctCount; ++progressing) {
         moved |= plan.distinct[progressing]->progress();
       }
-      if (moved || pass == 0) {
+      if (moved) {
+        // Otherwise nothing can have completed (a message completes as its bytes move).
         remaining = collectCompleted(plan, quick, remaining);
-        if (moved) {
-          idle = 0;
-          continue;
-        }
+        idle = 0;
+        continue;
       }
       if (++idle > context.spinPasses) {
         spunRounds = idle - 1;
