@@ -14,6 +14,7 @@
 #include "algorithms/executor.h"
 #include "algorithms/schedule.h"
 #include "base/error.h"
+#include "base/small_copy.h"
 #include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/stream_copy.h"
@@ -57,7 +58,7 @@ class StepSink final : public transport::RecvSink {
       if (context_.streamCopies) {
         kernels::streamCopy(dst_ + offset, data, bytes);
       } else {
-        std::memcpy(dst_ + offset, data, bytes);
+        copyBytes(dst_ + offset, data, bytes);
       }
     } else if (context_.streamReductions) {
       // Reduce into a cache-resident buffer, then write the output once, around the cache.

@@ -5,7 +5,7 @@
 namespace loom {
 
 bool CallOrder::waitForTurn(uint64_t ticket, int timeoutMs, const std::atomic<bool>& stop) {
-  if (served_.load(std::memory_order_acquire) == ticket && !stop.load()) return true;
+  if (turnHasCome(ticket, stop)) return true;
   if (failed()) return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   // Register first, then look (under the lock): pairs with endTurn's store-then-look.

@@ -53,6 +53,11 @@ class CallOrder {
   // Returns true once `ticket`'s turn has come or `stop` is set; false if neither happened
   // within timeoutMs, and at once (for every ticket) after any wait has timed out.
   bool waitForTurn(uint64_t ticket, int timeoutMs, const std::atomic<bool>& stop);
+  // Whether `ticket`'s turn has come and `stop` is not set (waitForTurn's first look; inline, for
+  // the uncontended call, which takes its turn at once).
+  bool turnHasCome(uint64_t ticket, const std::atomic<bool>& stop) const {
+    return served_.load(std::memory_order_acquire) == ticket && !stop.load();
+  }
   // A wait for a turn has timed out: the order is broken for good.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void endTurn(uint64_t ticket);

@@ -131,7 +131,7 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
 Communicator::TurnGuard::TurnGuard(Communicator& comm, uint64_t ticket, const algo::CallSpec& call)
     : comm_(comm), ticket_(ticket) {
   log::setThreadRank(comm.rank_);
-  comm.waitForTurn(ticket, call);
+  if (!comm.order_.turnHasCome(ticket, *comm.errors_.callStopFlag())) comm.waitForTurn(ticket, call);
   if (comm.revoked()) {
     throw Error(loomInvalidUsage, "rank " + std::to_string(comm.rank_) +
                                       ": communicator was revoked (loomCommRevoke): destroy it, or shrink or split it");

@@ -20,6 +20,19 @@
 
 namespace loom {
 
+namespace {
+
+// A batch as one call for the executor: bytes, so each message's tag counts bytes.
+algo::CallSpec asOneCall() {
+  algo::CallSpec batch;
+  batch.collective = algo::Collective::Send;
+  batch.type = loomUint8;
+  batch.sequence = transport::kPointToPointTag;  // each message then tags itself (executor)
+  return batch;
+}
+
+}  // namespace
+
 void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t ticket) {
   const TurnGuard turn(*this, ticket, ops.front());
   refuseIfFailed();
@@ -35,20 +48,22 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     algo::Schedule schedule;
     uint64_t plannedComm = 0;  // the serial of the communicator `schedule` is for; 0: none kept
     algo::QuickPlan quick;  // the schedule's quick exchange, worked out on its first run
+    algo::CallSpec batch = asOneCall();  // the batch as the executor's call; only its size changes
   };
   Kept& kept = PerThread<Kept>::get();
   std::vector<algo::PeerOperation>& operations = kept.operations;
   std::vector<algo::UserBuffer>& buffers = kept.buffers;
   algo::Schedule& schedule = kept.schedule;
-  bool samePlan = kept.plannedComm == serial_ && operations.size() == ops.size();
+  const size_t count = ops.size();
+  bool samePlan = kept.plannedComm == serial_ && operations.size() == count;
   if (!samePlan) {
     kept.plannedComm = 0;  // until a new schedule is whole (building it may throw)
-    operations.resize(ops.size());
-    buffers.resize(ops.size());
+    operations.resize(count);
+    buffers.resize(count);
   }
   size_t totalBytes = 0;
   size_t step = 0;  // the kept schedule's step of the next message (algo::renumberPointToPointBatch)
-  for (size_t k = 0; k < ops.size(); ++k) {
+  for (size_t k = 0; k < count; ++k) {
     const algo::CallSpec& op = ops[k];
     const bool send = op.collective == algo::Collective::Send;
     algo::PeerOperation operation{send, op.peer, op.count * typeSize(op.type), 0};
@@ -80,12 +95,8 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
       kept.quick.state = algo::QuickPlan::State::Unknown;
       kept.plannedComm = serial_;
     }
-    // The batch as one call for the executor: bytes, so each message's tag counts bytes.
-    algo::CallSpec batch;
-    batch.collective = algo::Collective::Send;
-    batch.type = loomUint8;
+    algo::CallSpec& batch = kept.batch;
     batch.count = totalBytes;
-    batch.sequence = transport::kPointToPointTag;  // each message then tags itself (executor)
     algo::ExecutionBuffers executionBuffers;
     executionBuffers.user = &buffers;
     algo::ExecutionContext context;

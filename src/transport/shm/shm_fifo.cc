@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/small_copy.h"
 
 namespace loom::transport {
 
@@ -130,8 +131,9 @@ void ShmFifo::push(const void* data, uint32_t bytes, uint64_t offset, uint32_t m
   header->callSequence = tag.sequence;
   header->call = tag.call;
   header->failureCode = failureCode;
-  std::memcpy(bytes <= ShmSlotHeader::kInlineBytes ? header->inlinePayload : reinterpret_cast<unsigned char*>(target) + sizeof(ShmSlotHeader),
-              data, bytes);
+  copyBytes(bytes <= ShmSlotHeader::kInlineBytes ? header->inlinePayload
+                                                 : reinterpret_cast<unsigned char*>(target) + sizeof(ShmSlotHeader),
+            data, bytes);
   ++head_;
   headIndex_ = nextIndex(headIndex_);
   std::atomic_ref<uint64_t>(header->slotSeq).store(head_, std::memory_order_release);  // publishes the slot
