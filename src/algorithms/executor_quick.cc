@@ -93,22 +93,38 @@ QuickOutcome quickExchange(const CallSpec& call, const Schedule& schedule, const
   if (call.sequence != transport::kPointToPointTag) {
     for (size_t k = 0; k < plan.distinctCount; ++k) plan.distinct[k]->setCallTag(plan.callTag);
   }
+  // The sends first, pushed by one pass over the connections before the receives are posted:
+  // setting up the receives then overlaps the sent lines' trip to the peers instead of
+  // delaying it. A transport may complete a send when it is posted (copied away at once).
+  bool sendsInFlight = false;
   for (size_t i = 0; i < count; ++i) {
+    quick.done[i] = 0;
+    if (!plan.isSend[i]) continue;
     const Step& step = schedule.steps[i];
     transport::Connection& connection = *plan.connections[i];
-    quick.done[i] = 0;
-    if (plan.isSend[i]) {
-      if (plan.ownTag[i]) connection.setSendTag(numberedTag(plan, i, step));
-      connection.postSend(unregisteredRegion(buffers, schedule, step.src.buffer), step.src.offset, step.src.bytes);
-    } else {
-      if (plan.ownTag[i]) connection.setRecvTag(numberedTag(plan, i, step));
-      quick.sinks[i].emplace(writableTarget(buffers, step.dst), nullptr, call, context, elementBytes, step.rawIncoming);
-      connection.postRecv(step.dst.bytes, &*quick.sinks[i]);
-    }
+    if (plan.ownTag[i]) connection.setSendTag(numberedTag(plan, i, step));
+    connection.postSend(unregisteredRegion(buffers, schedule, step.src.buffer), step.src.offset, step.src.bytes);
+    sendsInFlight = sendsInFlight || !connection.sendDone();
   }
-  // A transport may complete a message when it is posted (a send copied away at once).
-  size_t remaining = collectCompleted(plan, quick, count);
   size_t progressing = 0;  // the connection in progress(), to name it in an error
+  try {
+    if (sendsInFlight) {
+      for (progressing = 0; progressing < plan.distinctCount; ++progressing) plan.distinct[progressing]->progress();
+    }
+  } catch (...) {
+    failure = std::current_exception();
+    failedPeer = plan.distinct[progressing]->peer();
+    return QuickOutcome::Failed;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (plan.isSend[i]) continue;
+    const Step& step = schedule.steps[i];
+    transport::Connection& connection = *plan.connections[i];
+    if (plan.ownTag[i]) connection.setRecvTag(numberedTag(plan, i, step));
+    quick.sinks[i].emplace(writableTarget(buffers, step.dst), nullptr, call, context, elementBytes, step.rawIncoming);
+    connection.postRecv(step.dst.bytes, &*quick.sinks[i]);
+  }
+  size_t remaining = collectCompleted(plan, quick, count);
   try {
     for (int idle = 0; remaining > 0;) {
       bool moved = false;
