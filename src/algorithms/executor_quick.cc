@@ -9,7 +9,7 @@ namespace loom::algo::executor_detail {
 
 bool quickEligible(const Schedule& schedule, const ExecutionContext& context) {
   const size_t count = schedule.steps.size();
-  if (count == 0 || count > kQuickSteps || context.connections == nullptr || context.spinPasses == 0) {
+  if (count == 0 || count > kQuickSteps || context.connections == nullptr) {
     return false;
   }
   const auto& connections = *context.connections;

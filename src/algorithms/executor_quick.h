@@ -32,8 +32,12 @@ constexpr size_t kQuickBytes = 64 * 1024;
 
 // Whether `schedule` is a quick exchange: 1..kQuickSteps sends and receives of at most
 // kQuickBytes in all, one per peer and direction, depending on nothing, over transports that
-// register no memory, on a rank that spins (ExecutionContext::spinPasses not 0: ranks that
-// outnumber the cores yield at once, and the spin would only add its set-up).
+// register no memory. A rank that does not spin (ExecutionContext::spinPasses 0: ranks that
+// outnumber the cores yield at once) makes one pass, which completes the exchange when the
+// peers' messages are already there (as they often are for a rank the scheduler ran last), and
+// hands the rest to a run, which yields. With the set-up kept in a QuickPlan that pass is
+// cheaper than a run's (sendrecv 8 B on 4 ranks, 2 cores: 2699 -> 2265 instructions a call on
+// rank 0, time -1.4% and -4.2% in two alternating runs of 13 and 9 pairs).
 bool quickEligible(const Schedule& schedule, const ExecutionContext& context);
 // Fills `plan` for `call`'s schedule (state Eligible), or sets it Ineligible.
 void prepareQuickPlan(const CallSpec& call, const Schedule& schedule, const ExecutionContext& context,
