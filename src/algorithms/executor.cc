@@ -367,7 +367,7 @@ class Run {
 
   // The timeout counts time without progress, so a large transfer that keeps moving is
   // never cut off, and a stalled one fails timeoutMs after it stalled.
-  void checkDeadline(bool justWentIdle) {
+  Clock::time_point checkDeadline(bool justWentIdle) {
     checkAbort();
     const auto now = Clock::now();
     if (justWentIdle) {
@@ -380,6 +380,7 @@ class Run {
                                        context_.operation() + " timed out: no progress for " +
                                        std::to_string(context_.timeoutMs) + " ms " + waitingOn());
     }
+    return now;
   }
 
   std::string waitingOn() const {
@@ -422,7 +423,12 @@ class Run {
       }
       case Backoff::Phase::Sleep:
         flushWakeups();
-        checkDeadline(false);
+        if (checkDeadline(false) - idleSince_ < std::chrono::milliseconds(context_.yieldBeforeSleepMs)) {
+          // Not idle long enough to give the core up: yield on, reading the clock as seldom.
+          backoff_.yieldMore(kYieldsPerClockRead);
+          sched_yield();
+          return;
+        }
         waiting_.clear();
         for (const auto& [peer, lanes] : lanes_) {
           if (lanes.send.active >= 0 || lanes.recv.active >= 0) waiting_.push_back(lanes.connection);

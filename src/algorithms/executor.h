@@ -65,6 +65,11 @@ struct ExecutionContext {
   // within microseconds (a point-to-point round trip), so they spin longer than oversubscribed
   // ones, which must hand the core to the rank they wait for.
   int spinPasses = 63;
+  // How long a waiting rank yields before it sleeps, at least (0: the backoff's rounds alone
+  // decide). Ranks that outnumber cores yield this long: a sleeping rank leaves its core idle,
+  // the kernel then pulls a rank over from the other core, and once the wait ends the ranks
+  // stay unevenly placed for tens of milliseconds (core/spread_ranks.h says why).
+  int yieldBeforeSleepMs = 0;
   // A caller that repeats one schedule (a batch of sends and receives in a loop) keeps its
   // QuickPlan beside it: null, or a plan whose state is Unknown, makes the executor work it out.
   struct QuickPlan* quickPlan = nullptr;

@@ -28,6 +28,12 @@ struct BackoffPolicy {
   int maxSleepUs = 10000;     // and never longer than this
 };
 
+// Ranks that outnumber their cores yield at least this long before a wait sleeps: a sleeping
+// rank idles its core and the kernel refills it from the other cores, unevenly once the wait is
+// over (ExecutionContext::yieldBeforeSleepMs; the direct engine's WaitPolicy likewise). Short
+// stalls of that kind are a few ms (another process or a kernel thread taking a core).
+inline constexpr int kOversubscribedYieldMs = 10;
+
 class Backoff {
  public:
   enum class Phase { Spin, Yield, Sleep };
@@ -56,6 +62,13 @@ class Backoff {
   // `rounds` idle rounds were already spent spinning elsewhere on the same wait (a waiter that
   // hands over to another counts them here): they count toward the spin phase.
   void skip(int rounds) { rounds_ += std::max(0, std::min(rounds, policy_.spinRounds)); }
+  // The caller's clock says the wait has not yet yielded for as long as it must before it
+  // sleeps (ranks that outnumber cores: see ExecutionContext::yieldBeforeSleepMs): the next
+  // `rounds` rounds yield again. Their yieldRound() numbers repeat the last `rounds` of the
+  // yield phase, so a caller pacing its clock reads by them keeps its pace.
+  void yieldMore(int rounds) {
+    rounds_ = std::max(policy_.spinRounds, std::min(rounds_, policy_.spinRounds + policy_.yieldRounds - rounds));
+  }
   // Something moved: the next wait starts spinning again.
   void reset() { rounds_ = 0; }
 

@@ -48,6 +48,7 @@ enum class Knob {
   HostIsa,
   ShmSlotBytes,
   ShmSlots,
+  SpreadRanks,
   TopoFile,
   TopoDumpFile,
   GraphFile,

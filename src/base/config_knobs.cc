@@ -115,6 +115,11 @@ constexpr Entry kEntries[] = {
     {.knob = Knob::ShmSlots, .name = "LOOM_SHM_SLOTS", .type = Type::Integer,
      .scope = Scope::Library, .min = 2, .max = 1024, .defaultValue = "8",
      .doc = "shared-memory FIFO slots per connection (must match on all ranks)"},
+    {.knob = Knob::SpreadRanks, .name = "LOOM_SPREAD_RANKS", .type = Type::Flag,
+     .scope = Scope::Library, .defaultValue = "1",
+     .doc = "when a host's ranks outnumber its cores, each rank's thread starts on CPU (local rank "
+            "mod cores) of its mask, moved once at init and not pinned; `0`: leave placement to the "
+            "kernel"},
     {.knob = Knob::TopoFile, .name = "LOOM_TOPO_FILE", .type = Type::Text, .scope = Scope::Library,
      .format = kPath,
      .doc = "NCCL/RCCL topology XML describing the machine. Every rank reads it, and the ring "

@@ -12,6 +12,7 @@
 #include "base/host_identity.h"
 #include "base/log.h"
 #include "core/ring_plan.h"
+#include "core/spread_ranks.h"
 #include "topology/rank_order.h"
 #include "transport/registry/registry.h"
 
@@ -107,6 +108,10 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   }
   connect(bootstrap, facts, settings, commName);
   setUpDirect(bootstrap, facts, peers, settings, commName, callStop);
+  // Last, after init's waits on peers: a wake-up may move a thread, a spin-wait does not.
+  if (oversubscribed_ && settings.spreadRanks) {
+    spreadCallingThread(static_cast<int>(std::count(sameHost.begin(), sameHost.begin() + rank_, true)));
+  }
 }
 
 // Callers share ownership of the communicator, so nothing runs on the links any more.

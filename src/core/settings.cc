@@ -33,6 +33,7 @@ CommSettings fromEnvironment() {
   settings.shmSlotBytes = static_cast<size_t>(config::integer(Knob::ShmSlotBytes));
   settings.shmSlotBytes = (settings.shmSlotBytes + 63) / 64 * 64;
   settings.shmSlots = static_cast<int>(config::integer(Knob::ShmSlots));
+  settings.spreadRanks = config::flag(Knob::SpreadRanks);
   settings.directDisabled = config::choice(Knob::Algo) == "ring";
   settings.directEagerBytes = static_cast<size_t>(config::integer(Knob::DirectEagerBytes));
   settings.directEagerBytes = (settings.directEagerBytes + 63) / 64 * 64;

@@ -23,6 +23,9 @@ struct CommSettings {
   size_t pieceBytes = 0;
   size_t shmSlotBytes = 128 * 1024; // LOOM_SHM_SLOT_BYTES
   int shmSlots = 8;                 // LOOM_SHM_SLOTS
+  // LOOM_SPREAD_RANKS: ranks that outnumber their host's cores start spread over them
+  // (core/spread_ranks.h).
+  bool spreadRanks = true;
   // Direct collectives (all ranks on one host; src/algorithms/direct/direct_engine.h).
   bool directDisabled = false;            // LOOM_ALGO=ring: schedules only
   size_t directEagerBytes = 16 * 1024;    // LOOM_DIRECT_EAGER_BYTES: staged through the arena

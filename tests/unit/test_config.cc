@@ -113,6 +113,7 @@ TEST(ConfigTable, CommSettingsDefaultsAreTheRegistrysDefaults) {
   EXPECT_EQ(read.pieceBytes, built.pieceBytes);
   EXPECT_EQ(read.shmSlotBytes, built.shmSlotBytes);
   EXPECT_EQ(read.shmSlots, built.shmSlots);
+  EXPECT_EQ(read.spreadRanks, built.spreadRanks);
   EXPECT_EQ(read.directDisabled, built.directDisabled);
   EXPECT_EQ(read.directEagerBytes, built.directEagerBytes);
   EXPECT_EQ(read.directChunkBytes, built.directChunkBytes);

@@ -2,12 +2,15 @@
 // each outcome (done within the spin, adopted by a run after it, failed inside it) and what the
 // run that adopts or names it must keep: the data delivered once, no message posted twice, the
 // call's deadline and abort, and errors that name the call and the peer. Also the run alone on
-// a rank that yields at once (spinPasses 0): its deadline and abort.
+// a rank that yields at once (spinPasses 0): its deadline and abort, and how long it yields
+// before it sleeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +21,17 @@
 
 namespace loom::algo {
 namespace {
+
+// A bell that records when its owner first chose to sleep on it (and sleeps at most 1 ms).
+class RecordingBell final : public transport::Bell {
+ public:
+  void sleepUnless(const std::function<bool()>& ready, int timeoutUs) override {
+    if (sleeps++ == 0) firstSleep = std::chrono::steady_clock::now();
+    if (!ready()) std::this_thread::sleep_for(std::chrono::microseconds(std::min(timeoutUs, 1000)));
+  }
+  int sleeps = 0;
+  std::chrono::steady_clock::time_point firstSleep;
+};
 
 // A connection that completes what is posted on it when the test says: a send after
 // `sendAfter` progress() calls, a receive (delivering `incoming`) after `recvAfter`; -1: never.
@@ -64,6 +78,9 @@ class ScriptedConnection final : public transport::Connection {
   bool sendDone() const override { return !sendPending_; }
   bool recvDone() const override { return sink_ == nullptr; }
   int peer() const override { return 1; }
+  transport::Bell* bell() const override { return withBell ? &recordingBell : nullptr; }
+  bool withBell = false;
+  mutable RecordingBell recordingBell;
   transport::Transport& transport() const override { return owner_; }
   void setSendTag(const transport::CallTag& tag) override { sendTags.push_back(tag.sequence); }
   void setRecvTag(const transport::CallTag& tag) override { recvTags.push_back(tag.sequence); }
@@ -98,7 +115,7 @@ struct Exchange {
 
   Exchange() { transport.link.incoming.assign(8, 'z'); }
 
-  void run(int spinPasses, int timeoutMs = 600000) {
+  void run(int spinPasses, int timeoutMs = 600000, int yieldBeforeSleepMs = 0) {
     CallSpec call;
     call.collective = Collective::Send;
     call.type = loomUint8;
@@ -114,6 +131,7 @@ struct Exchange {
     context.abortFlag = &abort;
     context.operation = describe;
     context.spinPasses = spinPasses;
+    context.yieldBeforeSleepMs = yieldBeforeSleepMs;
     execute(call, schedule, buffers, context);
   }
 };
@@ -209,6 +227,19 @@ TEST(QuickExchange, YieldingAtOnceStopsOnAbortSetDuringTheWait) {
   }
   aborter.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// Ranks that outnumber cores yield for ExecutionContext::yieldBeforeSleepMs before a wait
+// sleeps (a sleeping rank idles its core, and the kernel refills it unevenly); then they sleep.
+TEST(QuickExchange, YieldingAtOnceSleepsOnlyAfterItsYieldTime) {
+  Exchange exchange;
+  exchange.transport.link.recvAfter = -1;
+  exchange.transport.link.withBell = true;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(exchange.run(0, 300, 100), Error);  // times out at 300 ms
+  const RecordingBell& bell = exchange.transport.link.recordingBell;
+  ASSERT_GT(bell.sleeps, 0) << "the wait never slept";
+  EXPECT_GE(bell.firstSleep - start, std::chrono::milliseconds(100));
 }
 
 TEST(QuickExchange, AnErrorInsideTheSpinNamesTheCall) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/direct/direct_wait.h"
+#include "base/backoff.h"
 #include "base/datatype.h"
 #include "base/error.h"
 #include "kernels/host/canonical_reduce.h"
@@ -115,6 +116,7 @@ void ArenaEngine::waitForPeer(int peer, const std::atomic<uint64_t>& flag, uint6
   policy.timeoutMs = timeoutMs_;
   policy.abortFlag = abortFlag_;
   policy.spins = settings_.oversubscribed ? 0 : 2048;
+  policy.yieldBeforeSleepMs = settings_.oversubscribed ? kOversubscribedYieldMs : 0;
   policy.describe = describe;
   policy.peerPids = &pids_;  // any dead rank on this host fails the wait, not only `peer`
   policy.arena = arena_.get();  // so does any rank that left the communicator

@@ -56,7 +56,10 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
       sched_yield();  // ranks may outnumber cores: let the peer run
       continue;
     }
-    if (policy.ownDoorbell != nullptr) {
+    if (policy.yieldBeforeSleepMs > 0 && Clock::now() - start < std::chrono::milliseconds(policy.yieldBeforeSleepMs)) {
+      backoff.yieldMore(1);  // not idle long enough to leave the core idle: yield on
+      sched_yield();
+    } else if (policy.ownDoorbell != nullptr) {
       policy.ownDoorbell->sleepUnlessReady([&] { return flag.load(std::memory_order_seq_cst) >= target; },
                                       backoff.sleepUs());
     } else {

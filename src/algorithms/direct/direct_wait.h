@@ -31,6 +31,8 @@ struct WaitPolicy {
   // Busy-wait iterations before yielding. Zero when ranks outnumber cores: the peer we wait
   // for may be waiting for this very core, so spinning only delays it.
   int spins = 2048;
+  // Yield at least this long before sleeping (ExecutionContext::yieldBeforeSleepMs says why).
+  int yieldBeforeSleepMs = 0;
   // Names the call for errors ("allreduce #12 (4096 x float32, comm 1a2b)"); called only
   // when an error is raised, so the common path builds no strings. Refers to the engine's
   // caller's callable, which outlives the wait.
