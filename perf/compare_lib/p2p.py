@@ -30,13 +30,16 @@ def iterations(size, quick=False):
         return 200000, 20000
     if size <= 4 * KIB:
         return 50000, 5000
+    # Larger sizes: at least 0.1 s on 2 ranks too (64 KiB ~4.5 us, 1 MiB ~50 us, 16 MiB ~1.5
+    # ms, 64 MiB ~8 ms a call). Rows of 2-40 ms, as these were before, moved by whole tens of
+    # percent between the two runs of one pair (16 MiB: 1279-2140 us over 7 pairs).
     if size <= 256 * KIB:
-        return 500, 50
+        return 20000, 2000
     if size <= 4 * MIB:
-        return 100, 10
+        return 2000, 200
     if size <= 16 * MIB:
-        return 10, 2
-    return 5, 1
+        return 60, 6
+    return 15, 3
 
 
 def build_jobs(ranks_list, sizes, contenders, quick=False):
