@@ -1,5 +1,7 @@
 #include "perf/bounds/bounds_support.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +31,21 @@ TouchedBuffer::TouchedBuffer(size_t bytes, unsigned char fill) : size_(bytes) {
 }
 
 void TouchedBuffer::Free::operator()(void* memory) const { std::free(memory); }
+
+void pinToCpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+void waitBriefly(int idle) {
+  if (idle >= 100) {
+    sched_yield();
+    return;
+  }
+  cpuPause();
+}
 
 double median(std::vector<double> samples) {
   if (samples.empty()) return 0.0;

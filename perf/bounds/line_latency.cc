@@ -20,41 +20,26 @@
 
 namespace {
 
-inline void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 struct alignas(64) Line {
   std::atomic<long> value{0};
 };
-
-void pinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  (void)sched_setaffinity(0, sizeof(set), &set);  // best effort: unpinned still measures
-}
 
 // Round trips of `iters`, in ns each. `ping` is the caller's line, `pong` the other thread's.
 double roundTripNs(long iters) {
   Line ping, pong;
   const bool twoCpus = std::thread::hardware_concurrency() >= 2;
   std::thread other([&] {
-    if (twoCpus) pinTo(1);
+    if (twoCpus) loom::bounds::pinToCpu(1);
     for (long i = 1; i <= iters; ++i) {
-      while (ping.value.load(std::memory_order_acquire) != i) pause();
+      while (ping.value.load(std::memory_order_acquire) != i) loom::bounds::cpuPause();
       pong.value.store(i, std::memory_order_release);
     }
   });
-  if (twoCpus) pinTo(0);
+  if (twoCpus) loom::bounds::pinToCpu(0);
   const auto start = std::chrono::steady_clock::now();
   for (long i = 1; i <= iters; ++i) {
     ping.value.store(i, std::memory_order_release);
-    while (pong.value.load(std::memory_order_acquire) != i) pause();
+    while (pong.value.load(std::memory_order_acquire) != i) loom::bounds::cpuPause();
   }
   const auto stop = std::chrono::steady_clock::now();
   other.join();
