@@ -3,11 +3,13 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <vector>
 
@@ -36,9 +38,18 @@ int runProcesses(int processes, const std::function<int(int rank, const pid_t* p
       return 1;
     }
     if (child == 0) {
+      // A child never outlives rank 0: a tool stopped by its caller's timeout leaves no ranks
+      // spinning behind it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != pids[0]) _exit(1);  // rank 0 died before the line above
       // Every id is published before any body runs (the parent writes them in rank order).
       while (__atomic_load_n(&pids[processes - 1], __ATOMIC_ACQUIRE) == 0) sched_yield();
-      const int status = body(rank, pids);
+      int status = 1;
+      try {
+        status = body(rank, pids);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, error.what());
+      }
       std::fflush(nullptr);
       _exit(status);
     }

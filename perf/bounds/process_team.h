@@ -31,9 +31,11 @@ class SharedRegion {
 };
 
 // Runs body(rank) in `processes` processes: rank 0 in the caller, ranks 1.. in forked children
-// that exit with body's return value. Returns rank 0's value, or 1 when rank 0 succeeded and a
-// child failed. Every process's id is in pids[0..processes) (pids[0] the caller's) before any
-// body runs, for tools that address a peer by pid.
+// that exit with body's return value (1 when it throws; killed if rank 0 dies). Returns rank
+// 0's value, or 1 when rank 0 succeeded and a child failed. Every process's id is in
+// pids[0..processes) (pids[0] the caller's) before any body runs, for tools that address a peer
+// by pid. A rank that dies mid-run leaves its peers waiting: the tools' callers
+// (perf/compare_p2p, meson) time them out.
 int runProcesses(int processes, const std::function<int(int rank, const pid_t* pids)>& body);
 
 }  // namespace loom::bounds
