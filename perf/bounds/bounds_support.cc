@@ -12,6 +12,8 @@
 #include <thread>
 #include <utility>
 
+#include "base/backoff.h"
+
 namespace loom::bounds {
 namespace {
 
@@ -44,7 +46,7 @@ void waitBriefly(int idle) {
     sched_yield();
     return;
   }
-  cpuPause();
+  loom::cpuPause();
 }
 
 double median(std::vector<double> samples) {

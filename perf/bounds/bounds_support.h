@@ -34,21 +34,12 @@ class TouchedBuffer {
   size_t size_;
 };
 
-// The spin-wait hint: lets the sibling hyperthread run and saves power while a loop polls.
-inline void cpuPause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // Pins the calling thread to one CPU; best effort (an unpinned run still measures).
 void pinToCpu(int cpu);
 
-// One look of a wait loop found nothing for the `idle`-th time in a row: a pause instruction,
-// and from the 100th on the CPU given away (sched_yield), so more processes than CPUs still
-// make progress.
+// One look of a wait loop found nothing for the `idle`-th time in a row: a pause instruction
+// (loom::cpuPause, base/backoff.h), and from the 100th on the CPU given away (sched_yield), so
+// more processes than CPUs still make progress.
 void waitBriefly(int idle);
 
 // Median of the samples (the mean of the two middle ones for an even count); 0 when empty.

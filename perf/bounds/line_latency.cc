@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/backoff.h"
 #include "perf/bounds/bounds_support.h"
 
 namespace {
@@ -31,7 +32,7 @@ double roundTripNs(long iters) {
   std::thread other([&] {
     if (twoCpus) loom::bounds::pinToCpu(1);
     for (long i = 1; i <= iters; ++i) {
-      while (ping.value.load(std::memory_order_acquire) != i) loom::bounds::cpuPause();
+      while (ping.value.load(std::memory_order_acquire) != i) loom::cpuPause();
       pong.value.store(i, std::memory_order_release);
     }
   });
@@ -39,7 +40,7 @@ double roundTripNs(long iters) {
   const auto start = std::chrono::steady_clock::now();
   for (long i = 1; i <= iters; ++i) {
     ping.value.store(i, std::memory_order_release);
-    while (pong.value.load(std::memory_order_acquire) != i) loom::bounds::cpuPause();
+    while (pong.value.load(std::memory_order_acquire) != i) loom::cpuPause();
   }
   const auto stop = std::chrono::steady_clock::now();
   other.join();

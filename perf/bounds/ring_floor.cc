@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/backoff.h"
 #include "perf/bounds/bounds_support.h"
 #include "perf/bounds/process_team.h"
 
@@ -59,7 +60,7 @@ void calls(const Config& config, Line* lines, int rank, long first, long last) {
       if (config.yieldWaits) {
         sched_yield();
       } else {
-        loom::bounds::cpuPause();
+        loom::cpuPause();
       }
     }
   }
