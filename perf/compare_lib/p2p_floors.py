@@ -12,8 +12,10 @@ A library's time over a floor is its own overhead there; where both libraries si
 floor, their ratio is decided by the noise of that floor, not by either library.
 """
 
+import os
 import statistics
 
+from .p2p import SENDRECV_SIZE
 from .plan import size_text
 
 RING = "ring_floor"
@@ -29,9 +31,11 @@ def floor_runs(ranks_list, sizes, quick=False):
         if quick:
             ring_args = ["--ranks", str(ranks), "--iters", "20000", "--reps", "1"]
         else:
-            # About 0.1 s a repetition: 0.25 us a call with a CPU each, ~6 us on 4 ranks and 2 CPUs.
-            ring_args = ["--ranks", str(ranks), "--iters", "400000" if ranks <= 2 else "20000", "--reps", "3"]
-        runs.append(("sendrecv", ranks, 8, RING, ring_args))
+            # About 0.1 s a repetition: 0.25 us a call with a CPU each (waits spin), ~6 us with 4
+            # ranks on 2 CPUs (waits yield).
+            spins = ranks <= (os.cpu_count() or 1)
+            ring_args = ["--ranks", str(ranks), "--iters", "400000" if spins else "20000", "--reps", "3"]
+        runs.append(("sendrecv", ranks, SENDRECV_SIZE, RING, ring_args))
     if 2 in ranks_list:
         for size in sizes:
             copy_args = ["--bytes", str(size)] + (["--iters", "500", "--reps", "1"] if quick else ["--reps", "3"])
