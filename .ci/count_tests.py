@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Sums test cases over a meson test log: GoogleTest executables count their own cases,
 any other test counts as one. Prints 'N passed, N failed, N skipped' as the last line."""
 import json

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The smallest useful Loom program: every rank all-reduces a buffer and checks the sum.
  * Run:  loomrun -n 4 ./hello_allreduce [MiB]       (default 64 MiB of float32) */
 #include <loom.h>

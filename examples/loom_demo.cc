@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The README's main job: under `loomrun -n N`, run every collective on a few sizes, verify
 // every result exactly, and print a short summary (time = slowest rank, median of 5 runs).
 //   loomrun -n 4 build/examples/loom_demo [--max-mib M]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * loom.h — the public C API of Loom, a collective communication library.
  *

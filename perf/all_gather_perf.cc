@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_gather_perf: nccl-tests' all-gather benchmark on Loom.
 #include "perf/perf_collectives.h"
 

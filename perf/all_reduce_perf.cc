@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_reduce_perf: nccl-tests' all-reduce benchmark on Loom.
 #include "perf/perf_collectives.h"
 

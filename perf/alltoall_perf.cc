@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alltoall_perf: nccl-tests' all-to-all benchmark on Loom.
 #include "perf/perf_collectives.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // broadcast_perf: nccl-tests' broadcast benchmark on Loom.
 #include "perf/perf_collectives.h"
 

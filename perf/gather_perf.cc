@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gather_perf: nccl-tests' gather benchmark on Loom.
 #include "perf/perf_collectives.h"
 

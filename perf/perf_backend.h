@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communication library a perf tool measures, behind one small interface, so that one driver
 // (perf_common), one table (perf_report) and one data generator and checker (perf_data) serve
 // Loom, MPI and Gloo alike: the numbers differ only by the library that moved the bytes.

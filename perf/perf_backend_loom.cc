@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The perf tools' Loom backend: the public API only (libloom), NULL stream, so every call
 // completes before it returns.
 #include <cstdlib>

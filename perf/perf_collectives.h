@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measured collectives, as the driver sees them: which buffers each call reads and
 // writes (NCCL's in-place conventions), how its input is written and its output checked, and
 // its bus-bandwidth factor (nccl-tests' docs/PERFORMANCE.md). Shared by every backend, so Loom,

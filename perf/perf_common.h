@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared driver of the perf tools (all_reduce_perf, all_gather_perf, ..., and the MPI and
 // Gloo peers in perf/peers/): each tool is a Collective (perf_collectives.h) plus a backend
 // (perf_backend.h): `return perfMain(argc, argv, kAllReduce, createLoomBackends);`.

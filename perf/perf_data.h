@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Input data that makes every expected result exact, and the checks that compare with 0
 // tolerance.
 //

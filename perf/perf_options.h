@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line options of the perf tools, spelled and defaulted as nccl-tests spells them, so
 // scripts written for all_reduce_perf & co. run unchanged against Loom.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the perf tools print (nccl-tests' layout, so existing log parsers keep working) and the
 // optional JSON file (-J). Only rank 0 prints; the other ranks' Report stays silent.
 #pragma once

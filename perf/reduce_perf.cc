@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reduce_perf: nccl-tests' reduce benchmark on Loom.
 #include "perf/perf_collectives.h"
 

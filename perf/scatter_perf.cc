@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scatter_perf: nccl-tests' scatter benchmark on Loom.
 #include "perf/perf_collectives.h"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prints the folder to install a package in for this Python: `default` (Meson's choice) when
 this Python searches it, else the first of its site-packages under `prefix`, else `default`.
 

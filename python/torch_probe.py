@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prints what meson needs to build loom_torch against the torch of this Python, one item a
 line: version, the C++ ABI flag, include directories, library directories (';'-separated),
 and 1 when torch ships its own pybind11 headers (pip's wheels do; Debian's python3-torch uses

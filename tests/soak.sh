@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Full-length soak (issue 5): test_soak with 10,000 random collectives on 4 ranks over the
 # default transport (then a third as many over TCP), every result checked. Builds nothing.
 #   tests/soak.sh [path/to/test_soak [gtest flags...]]     (default: build/tests/test_soak)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-env: Loom's environment variables as the library reads them. With no argument it checks
 // the variables set now (the value each one is read as, or the error or warning the library
 // would give); --markdown prints the table README's Configuration section holds, made from the

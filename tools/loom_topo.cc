@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-topo: the machine as Loom's topology engine sees it (this host, or an NCCL topology
 // XML), the paths between its GPUs, NICs and CPUs, and the rings and trees the search picks.
 // Text for people, --json for scripts, --dot for a picture.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-topo's parts: the main program (loom_topo.cc) loads or discovers the machine and asks
 // the topology engine for paths, rings and trees; the three writers render one result as
 // text for people (loom_topo_print.cc), JSON for scripts (loom_topo_json.cc) and Graphviz for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-topo --dot: a Graphviz digraph of the machine. Each CPU is a cluster holding what hangs
 // under it; every pair of linked nodes gets one edge labelled with type and GB/s (both
 // directions, or two edges when the directions differ); the first rings are drawn on top as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-topo --json: one object {"system", "paths", "ring", "tree"} (schema in README). Output
 // is deterministic: nodes, links and matrix rows come in model order and numbers are rounded to
 // three decimals, so two runs on the same input give the same bytes.

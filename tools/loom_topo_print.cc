@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-topo's text report: the machine as a tree, the path matrix, then rings and trees.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun: starts N local processes of a program as the ranks of one Loom job, the way
 // mpirun or torchrun would on a single host. See usageText() for the command line.
 #include <unistd.h>

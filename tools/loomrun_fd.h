@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owned file descriptors for loomrun: every pipe end, signalfd and pidfd closes itself.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command line of loomrun: what to start, how many copies, and how to supervise them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --tag-output: copy a rank's stdout or stderr to loomrun's, one "[rank] " prefixed line at a
 // time, so that lines of different ranks never interleave mid-line.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting one rank: its environment, its CPU, its stdio, its process group, and a clear
 // answer when the program cannot be executed at all.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launcher's event loop: start the ranks, copy their output, reap them, and stop all of
 // them when one fails, when loomrun is signalled or when the timeout expires.
 #pragma once

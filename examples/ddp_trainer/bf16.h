@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bfloat16 as the trainer's wire format: the top 16 bits of an IEEE float32, rounded to
 // nearest even. Gradients travel as bf16 (half the bytes); master weights stay float32.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints: everything a run needs to continue bit for bit — the step reached, the fp32
 // master weights and the optimizer state.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The three matrix products of a fully connected layer, row-major, single-threaded. Each
 // output element is summed in an order fixed by this code (not by the compiler or the vector
 // width), so every rank computes the same bits from the same inputs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 8x8 handwritten digits (1797 images, 64 pixels of 0..16, 10 classes) that Debian's
 // python3-sklearn ships as sklearn/datasets/data/digits.csv.gz, read by the trainer itself.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DDP's reducer and ZeRO's partitioner: moves gradients and parameters between ranks.
 //
 // Buckets (ParameterLayout) are launched on a Loom stream as soon as backward has finished

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loom calls that fail throw, carrying loomGetLastError's account (rank, peer, op, size).
 #pragma once
 

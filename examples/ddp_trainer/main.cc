@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ddp_trainer: data-parallel training of a multi-layer perceptron on the 8x8 handwritten
 // digits, over Loom's C API — DDP with bucketed all-reduce overlapping backward, gradient
 // accumulation, bf16 gradients on the wire, ZeRO-style sharding and checkpoints.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A multi-layer perceptron: linear layers with ReLU between them and a softmax cross-entropy
 // loss, with a hand-written forward and backward pass over a flat parameter array.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The part of training state a rank updates: fp32 master weights and optimizer state for the
 // parameter ranges it owns — every parameter under DDP, its shard of each bucket under ZeRO.
 // State is stored compactly (owned elements only), which is where ZeRO saves memory.

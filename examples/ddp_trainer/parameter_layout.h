@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where each weight and bias lives in the flat parameter (and gradient) array, and how that
 // array is cut into communication buckets.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small seeded random generator with a fixed, platform-independent output: xoshiro256**
 // seeded through splitmix64. The standard library's distributions are implementation-defined,
 // so shuffles and initial weights built on them could differ between machines; these do not.

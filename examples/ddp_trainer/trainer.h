@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training loop of one rank: data sharding, micro-batches, backward with bucketed
 // gradient reduction, the optimizer step, evaluation and the per-epoch report.
 #pragma once

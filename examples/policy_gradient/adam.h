@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adam (Kingma and Ba 2015): per-parameter step sizes from running averages of the gradient and
 // of its square, with bias correction for the first steps. Every rank applies it to the same
 // all-reduced gradient, in the same order of operations, so parameters stay bitwise identical

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CartPole: the classic cart-and-pole balancing task (Barto, Sutton and Anderson 1983) with the
 // constants and update rule of OpenAI Gym's CartPole-v0, written out here so the sample needs
 // nothing but Loom. A pole is hinged on a cart moving on a track; each step the agent pushes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sample's only contact with Loom: a communicator made from loomrun's environment, and the
 // few collectives training needs. Every call is checked; a failure prints the call, the result
 // and loomGetLastError (which names the rank, the peer and the collective), aborts the

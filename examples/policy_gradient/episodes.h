@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Playing CartPole episodes with a policy, and recording what REINFORCE needs from them.
 #pragma once
 

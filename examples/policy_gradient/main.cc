@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Distributed policy gradient on CartPole-v0 with Loom: REINFORCE, data-parallel over ranks.
 //   loomrun -n 4 build/examples/policy_gradient/policy_gradient [--seed S] [--json FILE] ...
 // Every rank plays its share of each update's episodes with its own seed, the gradients are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line flags of the policy-gradient sample.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy: a small multilayer perceptron mapping a CartPole observation to action
 // probabilities, observation -> tanh(hidden) -> tanh(hidden) -> softmax(actions), with its
 // forward and backward passes written out by hand.

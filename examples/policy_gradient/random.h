@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A seeded random generator whose every output is fixed by its specification (xoshiro256**,
 // seeded through SplitMix64), so a seed gives the same episodes with any compiler and standard
 // library. The <random> engines are portable too, but their distributions are not: the standard

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // REINFORCE (Williams 1992) across ranks. Each update every rank brings its own episodes; the
 // ranks then agree, through two all-reduces, on
 //   1. the statistics of the discounted returns of the whole global batch (sum, sum of squares,

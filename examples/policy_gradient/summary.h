@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a run reports at its end: printed by rank 0, and written as JSON with --json.
 #pragma once
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A data-parallel training script that knows nothing of Loom but its backend's name.
 
     python3 -m torch.distributed.run --nproc_per_node 4 examples/torch_ddp/train.py --backend loom

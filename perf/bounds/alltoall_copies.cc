@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alltoall_copies: the floors of a 2-process all-to-all on this host, one per way shared memory
 // can carry it. Each process has --bytes of input in two blocks: block r stays (a local copy
 // into its output), the other goes to the peer. Per call:

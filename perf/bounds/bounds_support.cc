@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf/bounds/bounds_support.h"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the perf/bounds tools, which measure this machine's limits for perf/compare:
 // page-touched buffers, timing and medians, running one body on several threads at once, command
 // line numbers, and the one-line JSON records the comparison script reads.

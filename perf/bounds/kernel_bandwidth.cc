@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernel_bandwidth: Loom's host reduction kernels against a triad on one core at DRAM size.
 // Both move three named bytes per input byte (two reads, one write), so the ratio says how
 // close a kernel comes to what one core can stream. There is no public kernel API: this tool

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // line_latency: how long one cache line takes to travel from one core to another, the floor of
 // every small-message exchange over shared memory (an 8 B sendrecv moves at least one line each
 // way, and a rank must see its peer's line before it can answer).

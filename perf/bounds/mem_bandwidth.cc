@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mem_bandwidth: this machine's DRAM bandwidth for read, write, copy and triad, on one core and
 // on two cores at once (two threads with their own buffers, as two ranks of a job would run),
 // and the single-copy bound it implies for a 2-rank all-reduce. perf/compare reads the --json

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf/bounds/process_team.h"
 
 #include <sched.h>

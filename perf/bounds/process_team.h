@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Processes for the perf/bounds tools that measure what ranks (separate processes, as in Loom's
 // and MPI's jobs) can do at best: memory they all map, and a fork of n processes that run one
 // body each. Processes rather than threads: a switch between two processes also changes the

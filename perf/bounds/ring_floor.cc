@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ring_floor: the least time one call of a sendrecv ring can take with n processes on this host,
 // the floor under `sendrecv_perf` and `mpi_sendrecv_perf` (each rank sends to the next and
 // receives from the one before). In call i each process writes i into its own cache line (its

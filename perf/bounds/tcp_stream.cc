@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tcp_stream: throughput of TCP over loopback between two endpoints, like iperf: one stream
 // (what a TCP transport's single connection can carry), and two streams in opposite directions
 // at once, which is the traffic of a 2-rank all-reduce (each rank sends to and receives from

@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers of perf/compare: the plan, running tools, medians, targets, tables and plot."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the machine is, and whether anything else used its CPUs while a round ran.
 
 This VM is shared with other work (builds, other benchmarks); a round that ran beside it gives

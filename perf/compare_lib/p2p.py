@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Issue 15's benchmark plan and verdicts: all-to-all and sendrecv, Loom against OpenMPI.
 
 The acceptance criteria: on 2 and 4 ranks over shared memory, all-to-all at 1 KiB, 64 KiB,

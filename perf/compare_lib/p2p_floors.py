@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The floors under issue 15's rows, measured in the same rounds as Loom and OpenMPI.
 
 - sendrecv 8 B on n ranks: perf/bounds/ring_floor, n processes that each write one cache line

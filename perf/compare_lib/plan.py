@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What perf/compare runs: the contenders, and the jobs (collective x rank count x size band).
 
 Every contender runs the same nccl-tests-compatible driver (perf_common) with the same flags, so

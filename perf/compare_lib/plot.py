@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """compare.png: busbw and time against size, one row per (collective, rank count)."""
 
 from .plan import CONTENDER_NAMES, size_text

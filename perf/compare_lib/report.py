@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The printed/markdown tables and the CSV files of a comparison run."""
 
 import csv

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Measurements of all rounds, and their medians: what the table, targets, CSV and plot read."""
 
 import statistics

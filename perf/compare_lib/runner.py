@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs one perf tool invocation (a job's band for one contender) and reads its -J JSON."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The performance targets of issue 3, each checked against this run's medians.
 
 A target over a size range holds only if it holds at every measured size in the range; the

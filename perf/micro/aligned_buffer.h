@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A heap buffer for benchmarks: page-aligned and touched before any timing starts, because a
 // first touch costs a page fault (about 11 us per 4 KiB page on the development VM) and would
 // otherwise be measured as bandwidth.

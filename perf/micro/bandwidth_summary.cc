@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bandwidth_summary.h"
 #include "base/datatype.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shm transport between two processes (this one and a forked child), with Google
 // Benchmark:
 //   shm_pingpong/<bytes>       round trip of one message and its echo, 8 B .. 64 KiB; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host reduction kernels in GB/s per datatype x op, beside memcpy and a STREAM triad, with
 // operands in L1, in L2 and in DRAM (Google Benchmark). Ends with a summary of the float sums
 // as a share of one core's triad bandwidth, measured in alternation with the triad (paired/*).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What kernel_bench measures: the host reduction kernels per datatype x op, beside memcpy and
 // the STREAM triad, at one operand size per level of the memory hierarchy. Every case moves
 // whole arrays once per iteration and reports bytes per second.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmarks' own command-line options (--name=value), taken out of argv before
 // benchmark::Initialize() sees it, so that Google Benchmark still rejects misspelled flags.
 #pragma once

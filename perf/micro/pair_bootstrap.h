@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Bootstrap of a two-process communicator whose processes are parent and child of one
 // fork: barrier and allGather run over a socketpair. Enough for createShmTransport, which is
 // all the microbenchmarks need; no rendezvous server, no TCP, no secret to prove.

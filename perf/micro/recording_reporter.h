@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A display reporter that also remembers every result, so a benchmark program can print a
 // summary that relates one benchmark to another (e.g. a kernel's bandwidth as a share of the
 // triad's) after benchmark::RunSpecifiedBenchmarks().

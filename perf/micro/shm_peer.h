@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two processes joined by the library's shm transport, for benchmarks of the FIFO path:
 // the caller is rank 0; a forked child is rank 1 and runs a given function on its side.
 // Both sides create the transport with createShmTransport and move data with

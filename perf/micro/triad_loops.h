@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The STREAM triad, a[i] = b[i] + s * c[i], compiled for each instruction-set variant of the
 // host kernels: the bandwidth one core sustains with two read streams and one write stream,
 // the same traffic as reduce(dst, a, b). Comparing a kernel with the triad of its own ISA, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gloo_all_gather_perf: nccl-tests' all-gather benchmark on Gloo (gloo_backend.h).
 #include "perf/peers/gloo_backend.h"
 #include "perf/perf_collectives.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf/peers/gloo_backend.h"
 
 #include <gloo/algorithm.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The perf driver's Gloo backend (Debian's libgloo-dev, TCP transport), started like Loom's
 // tools: `loomrun -n N gloo_all_reduce_perf ...` (gloo_rendezvous.h: how ranks meet), or -t N
 // for N ranks as threads of one process (an in-process HashStore).

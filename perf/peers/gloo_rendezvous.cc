@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf/peers/gloo_rendezvous.h"
 
 #include <dirent.h>

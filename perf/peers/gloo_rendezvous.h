@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the Gloo perf tools' ranks find each other: gloo's FileStore in a directory that every
 // rank of one job derives alike, so the tools start exactly like Loom's (`loomrun -n N
 // gloo_all_reduce_perf ...`), and a TCP device on loopback.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf/peers/mpi_backend.h"
 
 #include <mpi.h>

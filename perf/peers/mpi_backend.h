@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The perf driver's MPI backend: MPI_COMM_WORLD, started by mpirun
 // (`mpirun --allow-run-as-root --oversubscribe --bind-to none -np N mpi_all_reduce_perf ...`;
 // a plain start is one rank). Ranks are processes, so -t N > 1 is refused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mpi_gather_perf: nccl-tests' gather benchmark on MPI (mpi_backend.h).
 #include "perf/peers/mpi_backend.h"
 #include "perf/perf_collectives.h"

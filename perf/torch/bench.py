@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """torch.distributed through backend "loom" against "gloo": all_reduce, all_gather,
 reduce_scatter and all_to_all on float32 tensors, and the DDP step of examples/torch_ddp, on 2
 and 4 local processes. Every configuration runs once per backend per round, the two backends

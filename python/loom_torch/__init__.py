@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loom as a torch.distributed backend.
 
     import loom_torch                      # registers the backend name "loom"

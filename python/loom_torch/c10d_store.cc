@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "c10d_store.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The c10d::Store that torch hands a backend, as Loom's loomStore_t (include/loom.h): the ranks
 // of every process group meet through it, so no LOOM_COMM_ID or second port is needed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Completer: the threads that complete a process group's futures, so that user callbacks never
 // run on the Loom stream's thread.
 //

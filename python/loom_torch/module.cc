@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Python module loom_torch._C: ProcessGroupLoom as a subclass of torch's ProcessGroup (1.13)
 // or Backend (2.x), constructed the way torch.distributed calls a registered backend's creator
 // (store, rank, size, timeout). loom_torch/__init__.py registers it as "loom".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "process_group_loom.h"
 
 #include <ATen/ATen.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGroupLoom: torch.distributed's backend "loom" on CPU tensors, a thin layer over Loom's C
 // API (include/loom.h), as ProcessGroupGloo is over Gloo. One Loom communicator per process
 // group, made through the c10d store torch passes in (loomCommInitRankStore), and one Loom

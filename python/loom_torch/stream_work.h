@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StreamWork: the c10d work object of one operation issued on a process group's Loom stream.
 //
 // The operation's Loom calls are enqueued on the stream and return at once; right after them

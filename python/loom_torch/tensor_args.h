@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What ProcessGroupLoom checks and converts before a Loom call: tensors (CPU, one per call,
 // dtype Loom knows, same shape where it must match) and torch's ReduceOp as a loomRedOp_t.
 // Every refusal is a RuntimeError (TORCH_CHECK) that names the operation and the argument.

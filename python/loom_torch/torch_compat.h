@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one place where torch versions differ for loom_torch. Everything else is written once.
 //
 // torch 1.13 (Debian's python3-torch, built and tested here): a backend subclasses

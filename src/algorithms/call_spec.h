@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One call, one value. The API builds a CallSpec from the caller's arguments and validate()
 // checks it once; from then on the same value travels through the group queue, the stream
 // queue, the choice of schedule or direct engine, the executor and the cross-rank mismatch

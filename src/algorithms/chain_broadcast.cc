@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined chain broadcast: ranks in order root, root+1, ..., root+n-1 (mod n). The root
 // streams its input to the next rank piece by piece; every other rank receives each piece
 // into recv and forwards it as soon as it has arrived, so for large messages all links are

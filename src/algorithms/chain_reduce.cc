@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined chain reduce: ranks in order root, root+1, ..., root+n-1 (mod n); data flows
 // from the far end of the chain toward the root. The last rank sends its input; every rank
 // in between receives the partial result of the ranks behind it, reduces its own input into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic mode's all-reduce, reduce-scatter and reduce: every rank gathers every rank's
 // *raw* input around the ring (an all-gather into scratch, one block per rank), then the
 // ranks that need a result reduce it locally in rank order 0..n-1 (one ReduceRanks step per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dissemination barrier (Hensgen, Finkel and Manber): in round k = 0, 1, ... rank r sends one
 // byte to r + 2^k and receives one from r - 2^k (mod n), and starts round k+1 only once round
 // k's byte has arrived. After ceil(log2 n) rounds every rank has heard, directly or through a

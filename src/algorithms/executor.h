@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs one rank's schedule over real connections.
 //
 // Steps go into one queue per (peer, direction) in schedule order, plus local steps; a step

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the executor (executor.cc) keeps per peer while it runs one call: the sink that takes
 // each received piece (a copy or a reduction), each direction's queue of steps, and the table
 // of the peers the call talks to. Kept per thread between calls, so a small call allocates

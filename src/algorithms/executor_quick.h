@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The executor's quick exchange: a schedule of a few messages that depend on nothing (a
 // group's sends and receives, a lone send or receive, a non-root's part of a gather) is
 // posted and polled here first, without the lane bookkeeping of the executor's general run,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // All-to-all over the full mesh: block j of this rank's input goes to rank j, and block i of
 // its output comes from rank i. In round s (1..n-1) rank r sends to r+s and receives from r-s
 // (mod n), so in every round each rank sends to one rank and receives from another, and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gather over the full mesh: every rank sends its block straight to the root, which receives
 // from all of them at once (one receive lane per peer in the executor) into block i of its
 // output, and copies its own block unless it is already in place. One message per rank, no

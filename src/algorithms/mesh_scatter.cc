@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scatter over the full mesh: the root sends block i of its input straight to rank i, to all
 // of them at once (one send lane per peer in the executor), and copies its own block unless it
 // is already in place. One message per rank: the root's link carries exactly (n-1) blocks.

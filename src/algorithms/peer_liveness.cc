@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "algorithms/peer_liveness.h"
 
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Is a peer's process still there? Ranks on the same host can answer that for each other from
 // the pid alone (kill(pid, 0) and /proc), which turns a peer killed mid-call into a prompt,
 // precise error instead of a wait for the timeout. Across hosts the transports report a dead

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A batch of point-to-point operations as one schedule. Each operation is one step on its
 // peer's send or receive lane, in the batch's order, so messages between one pair match in
 // issue order; the executor progresses every lane at once, which is what makes a group where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring all-gather: recv holds n blocks of `count` elements, block j from rank j.
 //   Our own block goes into recv by a local copy (skipped when in place, i.e. when send is
 //   recv's block r — the executor sees the same address).

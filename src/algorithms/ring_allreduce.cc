@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring all-reduce = ring reduce-scatter, then ring all-gather, on n chunks of the buffer.
 //
 // Chunk j is elements splitBlock(count, n, j). With left = r-1 and right = r+1 (mod n):

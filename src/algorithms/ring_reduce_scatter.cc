@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring reduce-scatter: send holds n blocks of `count` elements; rank r ends with block r
 // reduced over all ranks, in recv.
 //   Step s = 0..n-2: send block (r-s-1) to the right; receive block (r-s-2) from the left and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives as schedules: for one rank, the list of steps that move and combine data —
 // send a range to a peer, receive a range from a peer (copying it or reducing it into a
 // local range), copy locally, divide for avg. A schedule names buffers, not pointers, and

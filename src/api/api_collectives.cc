@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective and point-to-point entry points: each builds the call's descriptor (algorithms/call_spec.h) once
 // from its arguments, checks it with the one validate(), and issues it: now, queued in a group,
 // or enqueued on a stream.

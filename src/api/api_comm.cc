@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicator lifecycle entry points.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Version, error strings and the last error.
 #include "api/api_internal.h"
 #include "core/group.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tables of live communicators and streams (api/handle_table.h), and the checks every entry
 // point makes on the handles it is given.
 #include <pthread.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the C API files: the exception boundary and handle checks.
 #pragma once
 

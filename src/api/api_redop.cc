@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomRedOpCreatePreMulSum and loomRedOpDestroy: user reduction operators (nccl.h's semantics;
 // the operator table is api/red_op_table.h, how a call runs one core/premul_input.h).
 #include <cstring>

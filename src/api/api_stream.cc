@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream entry points. A stream handle names an entry of the stream table (api_handles.cc), so
 // a destroyed, stale or garbage handle is loomInvalidArgument, never a hang or a crash.
 #include "api/api_internal.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The handles the C API gives out (loomComm_t, loomStream_t) are not pointers into Loom's memory
 // but numbers naming a slot of a table: (generation << 32) | (slot << 8) | tag. Loom never
 // dereferences what a caller passes; it looks the number up, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PreMulSum operators made by loomRedOpCreatePreMulSum: what each op value names.
 //
 // An op value is a handle of the C API, like loomComm_t, so it lives here with the handle tables

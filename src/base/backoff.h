@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waiting for another rank without taking the core it may need. A peer on another core is
 // usually a few hundred nanoseconds behind, so a wait first spins; ranks may outnumber cores
 // (8 ranks on 2 cores is normal here), so it then yields the core; and at last it sleeps, on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bootstrap: how the ranks of one communicator exchange small blobs before (and beside) the data
 // transports. This is the interface transports and engines use; the real implementation
 // rendezvous at the root listener named in the unique id and then runs a TCP ring among the

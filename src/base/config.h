@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The registry of configuration knobs: every environment variable Loom reads (its own LOOM_*
 // ones and the launchers' RANK, SLURM_PROCID, ...) is one entry of one table (config_knobs.cc) with
 // its type, range, default and a one-line doc, and is read only through the readers below. So

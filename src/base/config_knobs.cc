@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The table of every environment variable Loom reads. README's Configuration tables are made
 // from it (loom-env --markdown; tests/unit/test_config.cc keeps them equal), so the docs here
 // are what users read: one line each, markdown.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The readers: the one place where a variable's text becomes a value, and the one message
 // format for a value that does not. See config.h for the rules.
 #include <strings.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LOOM_* variables that no entry names, and the nearest-name suggestion shared with unknown
 // choice values: a misspelt variable is otherwise silently ignored, which is the mistake
 // hardest to see ("why is my timeout not taken?").

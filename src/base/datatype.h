@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every layer needs to know of a datatype or reduction op without knowing how it is
 // reduced: its size and its name. The kernels (kernels/host/host_reduce.h) say which types
 // they reduce and how.

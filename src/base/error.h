@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors inside Loom are C++ exceptions carrying a loomResult_t; the C boundary (src/api/)
 // catches them, stores the message as the thread's last error and returns the code.
 #pragma once

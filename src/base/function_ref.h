@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A non-owning reference to a callable, for a callback that is used only while the callable
 // it names is alive. Unlike std::function it never allocates and costs no set-up or tear-down
 // beyond two pointers, which matters where it is built on every call (the executor's error

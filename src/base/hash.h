@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic 64-bit FNV-1a: the same value for the same bytes in every rank and process
 // (host identity, digests that ranks compare, derived names). Not a cryptographic hash: for
 // secrets, base/net/auth.h has SipHash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which host a rank runs on, as a 64-bit hash: ranks with equal hashes share memory.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Logging: LOOM_DEBUG=WARN|INFO|TRACE selects the level, LOOM_DEBUG_SUBSYS=INIT,COLL,NET,...
 // (or ALL, or ^X to exclude) the subsystems; both are read once, through the configuration
 // registry (base/config). Lines go to stderr as "host:pid:rank LOOM LEVEL SUBSYS msg".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One object of type T per thread, reached through an initial-exec TLS pointer.
 //
 // A thread_local object with a constructor or destructor, in a shared library, costs a call to

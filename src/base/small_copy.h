@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Copies that are usually a few bytes, inline. An 8-byte message is copied twice on its way (into
 // its slot, out of it), and a call into the C library's memcpy costs more than such a copy.
 #pragma once

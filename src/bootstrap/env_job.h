@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank, size and rendezvous from the environment of a launcher: loomrun, torchrun, OpenMPI's
 // mpirun, Slurm's srun.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous protocol between the ranks and the root server (src/bootstrap/root_server.cc).
 // After the authentication handshake (purpose RootRendezvous) each rank sends
 //   hello {magic "LMRH", version, nranks, rank, its bootstrap listener address}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The root's rendezvous server (startRootServer) and the rank side of its protocol.
 #include "bootstrap/rendezvous.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SocketBootstrap: rendezvous at the root, then a TCP ring among the ranks. Every ring
 // connection is authenticated and every allGather message carries a checked header, so a rank
 // that runs a different sequence of bootstrap calls fails loudly instead of mixing data.

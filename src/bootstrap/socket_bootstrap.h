@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The socket implementation of Bootstrap (base/bootstrap.h): the unique id, the root's
 // rendezvous server and the TCP ring among the ranks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A key-value store the ranks of a communicator share, for rendezvous without a unique id: the
 // C++ side of loomStore_t (include/loom.h). PyTorch's c10d::Store backs it in loom_torch; a
 // shared directory or MPI could back it elsewhere. Only set-up uses it, never a collective.

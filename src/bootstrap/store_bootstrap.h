@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendezvous through a key-value store (loomCommInitRankStore): no unique id, no root server,
 // no port to agree on. The store carries three small records per communicator, under
 // `keyPrefix` + "loom/":

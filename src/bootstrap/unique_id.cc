@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 128-byte loomUniqueId. Layout (little-endian integers):
 //   0  magic "LMID" u32      4  version u16      6  flags u16 (kFlagRootMayStartLate)
 //   8  root address (24-byte wire encoding: family, port, scope id, IP)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calls on their way to a communicator. A stream queue and a group at its end hold these:
 // descriptors (algorithms/call_spec.h) with the turn each took when it was issued, never
 // closures, so what runs is what the API checked.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order of a communicator's calls. Calls execute in the order they were issued, whichever
 // thread runs them (the caller, a stream thread, a group thread): issuing takes a ticket, and
 // a call runs when its ticket's turn has come. The turn holder numbers the calls it runs (the

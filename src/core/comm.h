@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator: one rank's membership in a group of ranks. It composes the parts that
 // each do one job, and keeps little of its own:
 //   ErrorState     abort, revoke and the first (sticky) error      core/error_state.h

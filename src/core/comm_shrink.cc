@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomCommShrink: a communicator of the survivors, built without waiting on excluded ranks.
 //
 // A split runs allGathers over the parent's bootstrap ring, which a dead rank breaks. Shrink

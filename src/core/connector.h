@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A communicator's links to its peers, made once at init and kept for its life:
 //   1. every rank publishes what it is and how it is configured (PeerInfo) in one allGather,
 //      and the settings every rank must share are compared;

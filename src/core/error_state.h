@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a communicator knows of failure: whether it was aborted or revoked, how many calls are
 // running (revoke reports loomInProgress until they have returned), and its first error, which
 // sticks. Every thread may read it; the flags are what waits deep in a call poll.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issuing calls: now, on a stream, or queued in a group.
 //
 // loomGroupStart/End: calls between them are queued per thread and issued at the end. Host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point batches: a group's sends and receives on one communicator (or a lone send or
 // receive) run in one turn as one schedule (algorithms/point_to_point_batch.cc), so every
 // peer's messages progress at once and any order of posting completes.

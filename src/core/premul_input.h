@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a PreMulSum call (loomRedOpCreatePreMulSum; CallSpec::premul) runs: this rank multiplies
 // its own input by its own scalar first (kernels/host/premultiply.h), and the call then runs as
 // a plain sum of those products, on whatever path it takes (direct engine, ring, chain,

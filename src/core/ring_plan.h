@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator's use of the topology engine: load the machine model when the user asks
 // for one (LOOM_TOPO_FILE or LOOM_GRAPH_FILE; the dump variables make rank 0 write what it
 // found), search rings, and agree on the ring order every ring and chain schedule follows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Schedules a communicator has built, and the scratch memory they run with. Applications repeat
 // the same few calls, and building a schedule costs more than a small message takes, so they
 // are kept (up to 256 shapes; then the cache starts over). The scratch buffer is persistent and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Settings of one communicator: from loomConfig_t where the caller set them, else from the
 // LOOM_* environment (read through the registry, base/config), else defaults. The member
 // initialisers below equal the registry's defaults (tests/unit/test_config.cc checks it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a rank starts out when the ranks on a host outnumber its cores.
 //
 // The kernel places busy-waiting ranks at random and rarely moves them again: every rank is

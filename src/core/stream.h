@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ordered host stream: items run one after another on the stream's own thread, so a caller
 // can enqueue collectives and go on computing (as a CUDA stream does for NCCL). An item is the
 // calls one enqueue put there (core/call_batch.h): one call, or a group's calls on this stream,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // 8-bit floating point storage types (OCP 8-bit floating point, as nccl.h's ncclFloat8e4m3 and
 // ncclFloat8e5m2 and CUDA's __nv_fp8_e4m3 / __nv_fp8_e5m2):
 //   Float8e4m3: 1 sign, 4 exponent bits (bias 7), 3 mantissa bits. No infinities; S.1111.111

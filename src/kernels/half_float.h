@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // 16-bit floating point storage types: Float16 (IEEE 754 binary16) and Bfloat16 (the top half
 // of a binary32). They only store; arithmetic happens in float32 (see reduce_ops.h), so each
 // conversion here is the single rounding step of an operation.

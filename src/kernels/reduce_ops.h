@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reduction operators, written once for the host kernels (host_reduce_*.cc) and the CUDA
 // kernels (cuda_reduce.cu), so both produce the same bits.
 //

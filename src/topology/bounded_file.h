@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a configuration file named by the user (LOOM_TOPO_FILE, LOOM_GRAPH_FILE) without
 // trusting it: it must be a regular file no larger than a limit, so that /dev/zero, a FIFO or
 // a runaway file fails init at once with a message naming it instead of hanging or eating memory.

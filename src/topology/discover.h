@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery of the machine Loom runs on, as a System (system.h) that the XML writer can dump
 // and the path and graph searches can use.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host discovery through hwloc: NUMA domains with their CPU sets, the CPU's identity and the PCI
 // tree (functions and the bridges above them). Link speed strings come from sysfs even here:
 // hwloc reports a link as a GB/s figure, while the model keeps the text NCCL writes.

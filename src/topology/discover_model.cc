@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From a HostInventory (hwloc or sysfs) to a System, and discoverHost() itself. The rules for
 // which hardware becomes which node are here, once, whichever scanner collected it.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVLink discovery through NVML, loaded with dlopen so that Loom builds and runs without the
 // NVIDIA driver. The few NVML entry points used are declared here with the ABI nvml.h gives
 // them (nvmlPciInfo_t's layout has been stable since the v2 API).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host discovery from sysfs and /proc alone: NUMA domains, PCI functions, network ports and
 // the CPU's identity. Used for everything when Loom is built without hwloc, and always for what
 // hwloc does not report (link speed strings, interface speeds, RDMA ports, bonds).

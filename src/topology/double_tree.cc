@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inter-node double binary tree. A single binary tree leaves half the nodes as leaves that
 // only ever send, so half the inbound bandwidth goes unused; a second tree whose inner nodes are
 // exactly the first tree's leaves puts that bandwidth to work. Each tree carries half the data.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL graph XML in and out (format in graph_xml.h). The reader is lenient where NCCL files
 // vary (optional attributes missing, numbers written as "12" or "12.0", path types by name or
 // number, attributes it does not know such as latencyinter) and strict where a wrong value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL's graph XML (NCCL_GRAPH_DUMP_FILE / NCCL_GRAPH_FILE), so that Loom's rings and trees can
 // be set beside NCCL's and a vendor's graph file can replace Loom's search:
 //

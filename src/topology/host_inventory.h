@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What host discovery collects before it builds a System: NUMA domains, the CPU's identity, PCI
 // functions with their upstream bridge, and network ports. Two scanners fill it (hwloc when
 // Loom is built with it, plain sysfs otherwise) so that the rules that turn hardware into a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Picks a figure of the table in link_bandwidth.h for a link; see there for the sources.
 #include "topology/link_bandwidth.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every bandwidth figure the topology engine uses, in one table, with where it comes from.
 // All figures are GB/s in ONE direction of a link (the model charges each direction
 // separately). Where a vendor publishes a bidirectional peak, the table holds half of it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Routes between all node pairs, built in four passes that mirror how NCCL reasons about a
 // machine:
 //   1. physical routes: for each source, the widest route (best bottleneck bandwidth), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Routes between nodes of a System: for every ordered pair, the path with the best bottleneck
 // bandwidth (ties: fewest hops), its bandwidth, and its NCCL-style type — the worst thing it
 // crosses. P2P and GPUDirect-RDMA policies decide which GPU<->GPU and GPU<->NIC routes may be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/rank_order.h"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order in which a communicator's ranks form their ring. Ranks of one host stay together
 // (the ring leaves each host once). Within a host, when the topology names as many GPUs as
 // the host has ranks (or more), local rank i stands for GPU dev i and the ranks follow the

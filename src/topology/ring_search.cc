@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rings: every channel visits all GPUs of a node once and returns to the first (one node), or
 // enters the node on a Net port, visits all GPUs and leaves on a Net port (several nodes; the
 // rings of consecutive nodes chain through the network). The search itself is shared with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph search: rings and trees over a System's GPUs (and its network ports when the job spans
 // several nodes). A result is NCCL's "graph": a number of channels, each an order of GPUs, the
 // bandwidth every channel gets, and the worst path type used inside and between nodes. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Channel search shared by rings and trees; see search_engine.h for the model.
 //
 // Algorithm: for each speed of the ladder (fastest first) and each path-type limit (best

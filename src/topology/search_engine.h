@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The search machinery that rings and trees share (internal to topology/). A channel is a
 // sequence of the node's GPUs (a ring closes it, a tree chain does not) that may enter and leave
 // the node through Net ports. Every candidate channel is charged, at the speed being tried, to

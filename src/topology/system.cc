@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine model's small helpers: names, lookups, link bookkeeping and structural compare.
 #include "topology/system.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine model: nodes (GPUs, PCI switches, NVSwitches, CPU sockets/NUMA domains, NICs and
 // the network ports behind them) joined by directed links that carry a type and a bandwidth.
 // Everything else in topology/ works on this model: the XML reader and writer fill and dump it,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL/RCCL system topology XML (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE; Loom: LOOM_TOPO_FILE /
 // LOOM_TOPO_DUMP_FILE) to and from the machine model.
 //

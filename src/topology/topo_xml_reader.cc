@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL/RCCL system XML -> System. The rules are listed in topo_xml.h; this file walks the
 // element tree once, creating nodes in document order, then resolves what refers to other
 // nodes by bus id (NVLink/xGMI, C2C, pcilink) and finally orders the GPUs by device number.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // System -> NCCL system XML. The PCI tree has no stored direction, so it is rebuilt by walking
 // PCI links depth first from each CPU, children in link order. Links are appended as the
 // reader creates nodes, so this order is the document order the model was read from, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One call from "which machine is this" to "which rings and trees to use": load the model
 // (LOOM_TOPO_FILE, or discover this host), optionally dump it (LOOM_TOPO_DUMP_FILE), compute
 // paths under the P2P/GDR policy (LOOM_P2P_LEVEL, LOOM_NET_GDR_LEVEL), then search rings and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trees. Inside a node a tree is a chain of the node's GPUs (data goes up the chain for the
 // reduce and down for the broadcast, so every hop is charged in both directions); across nodes
 // the chain heads form NCCL's double binary tree (doubleBinaryTree, double_tree.cc), reached

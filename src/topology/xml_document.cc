@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The XML reader is a single forward scan with an explicit stack of open elements, so a
 // hostile input can neither recurse nor read past its end: every access goes through
 // Scanner, which checks the position against the size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small XML reader and writer, enough for NCCL's topology and graph files: elements,
 // attributes (single or double quotes), self-closing tags, comments, <?xml ...?> declarations,
 // the five predefined entities and numeric character references. Text between elements is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one interface every transport implements (shm and socket today; UCX, verbs, CUDA IPC and
 // plugins later), in the spirit of Gloo's Device / Pair / Buffer: a few abstract types with a
 // handful of virtuals each. Nothing above this floor names a transport; the registry

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by test_numerics.cc and test_deterministic.cc (issue 14, finding 6): values as raw
 // bits of any datatype, the three reducing collectives run on one communicator with every
 // rank's output checked element by element, and the reference reduction Loom documents for

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Issue 14, finding 4: no kill timing may leave a shared-memory segment behind, and a restart
 at the same MASTER_ADDR:PORT (torchrun-style, no LOOM_COMM_SECRET) must work.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 14, finding 10: LOOM_TOPO_FILE and LOOM_GRAPH_FILE must name regular files under the
 // size limit. A device (/dev/zero, /dev/urandom), a FIFO, a directory or an oversized file is a
 // clear error naming the file, at once; a malformed file names the file and the line.

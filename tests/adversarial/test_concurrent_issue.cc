@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding 2 of issue 14: two threads issuing on one communicator without an order of their own.
 //
 // Calls pair across ranks in the order in which they enter Loom on each rank. Two threads that

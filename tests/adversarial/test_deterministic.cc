@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 14, finding 6: deterministic mode (LOOM_DETERMINISTIC=1). Every element is reduced in
 // rank order 0..n-1 with a wide accumulator (float32 for 16-bit floats and float32, float64
 // for float64) and rounded once, so the result is bitwise the same for any message size,

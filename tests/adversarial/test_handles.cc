@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding 5 of issue 14: stream and communicator handles are validated, never trusted.
 //
 // Before the fix a stream handle was a raw pointer: a second loomStreamDestroy hung, a call on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 14, findings 8 and 9: init failures that used to wait the full LOOM_TIMEOUT_MS (ten
 // minutes by default) and an absurd nranks that used to grow gigabytes before failing.
 //

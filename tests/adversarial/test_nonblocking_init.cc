@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding 8 (second half) of issue 14: non-blocking initialisation, as NCCL has it.
 //
 // Before the fix `config.blocking = 0` still blocked inside loomCommInitRankConfig until every

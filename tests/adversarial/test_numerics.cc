@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 14, finding 6, default mode: what must hold on every path (direct engine, ring over
 // shared memory, ring over TCP) whatever the element's position and whichever rank holds a
 // special value:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding 7 of issue 14: partially overlapping send and receive buffers.
 //
 // Before the fix, recv = send + 1 element (and other partial overlaps) was accepted and gave

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 14, finding 3: a peer that destroys (loomCommDestroy) or aborts (loomCommAbort) its
 // communicator but stays alive must be an error on every survivor within 0.5 s, naming the
 // peer, over shared memory as over TCP. Before the fix a survivor on shm waited the whole

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding 1 of issue 14: two threads enqueueing on one stream must not deadlock it.
 //
 // Before the fix a call took the communicator's turn number and only then was queued on the

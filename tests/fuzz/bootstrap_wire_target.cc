@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: what the bootstrap reads from peers and strangers.
 //
 // First input byte, low two bits, picks the code under test:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzz targets' entry functions. Each takes one input of any size, feeds it to Loom's real
 // parsing code and returns normally when Loom accepted or cleanly refused it (a loom::Error or
 // another std::exception for bad input is the expected refusal). It throws Finding when an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer's entry for one target, chosen at compile time: run.sh builds this file once per
 // target with -DLOOM_FUZZ_ENTRY=<entry function> (see fuzz_targets.h).
 #include <cstdio>

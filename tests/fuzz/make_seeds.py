@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the binary seed inputs of corpus/{unique_id,bootstrap_wire,transport_wire}/.
 
 Each seed starts with the mode byte its target reads first (see the comment at the top of

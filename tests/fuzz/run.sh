@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds Loom's libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and runs each for
 # SECONDS (default 30) on a scratch copy of its seed corpus (plus its saved regressions).
 # Prints "fuzz <target>: N runs, ok" or "fuzz <target>: N runs, CRASH <file>" per target and

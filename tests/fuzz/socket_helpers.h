@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small socket helpers shared by the fuzz targets that drive Loom's code over real sockets.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the topology XML reader (LOOM_TOPO_FILE / NCCL_TOPO_FILE, and the graph file
 // LOOM_GRAPH_FILE): topology/xml_document.h's parseXml, topology/topo_xml.h's
 // parseTopologyXml and topology/graph_xml.h's parseGraphXml, all on the same input.

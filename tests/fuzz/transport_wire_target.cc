@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: what the TCP transport reads from the wire.
 //
 // First input byte, low bit, picks the code under test:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the 128-byte loomUniqueId decoder (src/bootstrap/unique_id.cc) and the 24-byte wire
 // address encoding inside it (src/base/net/socket.cc), which every rank decodes from bytes a
 // user passed around (MPI_Bcast, a file, an environment variable).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The checks that need the GPU machine, as one command (the device tool runs it from the
 # repository root, with $OUT as the folder whose files come back):
 #   1. the machine: GPU, driver, torch, nvcc, compilers;

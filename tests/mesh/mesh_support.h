@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the tests of issue 15's calls (point-to-point, groups, all-to-all(v), gather,
 // scatter, barrier): bytes that say where they came from, a communicator per forked rank with
 // environment variables set first, and the transports the grids run over.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 15: all-to-all, all-to-all-v, gather, scatter, send/recv in groups and the barrier,
 // every datatype x in-place and out-of-place (where nccl.h defines it) x odd counts x rank
 // counts x shm (direct engine), shm FIFOs and TCP. Every received byte is checked against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 15: bad input to the new calls is a clear error that names what is wrong, nothing of
 // the refused call runs, and the communicator stays usable (each refusal is followed by a
 // collective that must still pair and give the exact result).

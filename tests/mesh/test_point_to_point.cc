@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 15: point-to-point and groups with NCCL's semantics. Messages between a pair match in
 // issue order, any size (0 too), over shm and TCP; groups nest, fuse a rank's sends and
 // receives into one unit (every rank may send to all others before receiving), mix them with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the multi-process collective suites (shm and socket): the case matrix, the per-rank
 // runner that walks it inside ONE communicator (fork once per rank count, loop inside), and the
 // parent-side checks (every rank exited cleanly, identical results, no leaked /dev/shm segments).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test data for the collective suites: 16-bit float helpers, a deterministic generator and the
 // exact reference reduction. Used by collective_checks.h and by single-process API tests.
 //

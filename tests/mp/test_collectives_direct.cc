@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The direct collectives (src/algorithms/direct/direct_engine.h) in each of their modes, over the full
 // case matrix of collective_checks.h: exact results, identical on every rank, nothing left in
 // /dev/shm. The environment picks the mode for the communicators the ranks create:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every collective x datatype x op x in-place/out-of-place, checked exactly, over the shared-
 // memory transport with 1..8 processes. Each rank count forks its ranks once and runs the whole
 // case matrix inside one communicator (see collective_checks.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective matrix of test_collectives_shm over the TCP transport (shared memory disabled),
 // all on loopback. Same exact checks; see collective_checks.h for the data and the matrix.
 #include <gtest/gtest.h>

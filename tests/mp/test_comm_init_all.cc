@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomCommInitAll: n ranks as threads of one process. Collectives on all of them are issued from
 // ONE thread inside loomGroupStart/loomGroupEnd (the only way one thread can drive several ranks:
 // the calls are queued and run together at GroupEnd), and from n threads each driving its own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomCommSplit with 4 and 5 processes: sub-communicator sizes and rank order (by key, then by
 // parent rank), collectives confined to one color, LOOM_SPLIT_NOCOLOR, reversed keys, a split of
 // a split, and the parent communicator still working afterwards.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dead peers and aborts become prompt errors instead of hangs (issue 5):
 // - a rank killed with SIGKILL in the middle of large all-reduces makes every surviving rank's
 //   call fail within 5 s, with a message naming the dead rank: over the shared-memory ring

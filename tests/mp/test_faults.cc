@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mismatched calls, LOOM_CHECK and LOOM_FAULT (issue 5):
 // - ranks that disagree on a call (count, op, datatype, root, collective) get loomInvalidUsage
 //   on every rank, naming what each called: over TCP, where message headers carry the call,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp8 (e4m3, e5m2) in every reducing collective, exactly: every op (sum, prod, max, min, avg
 // and a PreMulSum operator) x all-reduce, reduce-scatter and reduce x counts 1, 7, 4095, 65537
 // (in and out of place alternating, the reduce root moving) on 1, 2, 3, 5 and 8 ranks, over the

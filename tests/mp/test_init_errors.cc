@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ranks that disagree on settings fail together at init, promptly, with a message naming the
 // setting — instead of some ranks going on to wait for the others until the timeout.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun, driven as a user would: /bin/sh scripts as ranks, files in a temporary folder as
 // the ranks' reports, and the launcher's exit status, stdout and stderr checked exactly.
 #include <fcntl.h>

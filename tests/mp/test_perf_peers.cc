@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The peer perf tools (perf/peers/): all-reduce, all-gather and reduce-scatter on MPI (under
 // mpirun) and on Gloo (under loomrun, and as threads with -t), and sendrecv, all-to-all, gather
 // and scatter on MPI, run as a user runs them. They must

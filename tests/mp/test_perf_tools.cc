@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The nccl-tests compatible perf tools (perf/), run as a user runs them: under loomrun with 4
 // processes and as 2 threads of one process (-t 2), every datatype and op, every result checked
 // exactly by the tool. Asserts the exit status, the table (row count, columns, #wrong) and the

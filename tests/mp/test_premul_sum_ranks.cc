@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PreMulSum operators across ranks (tests/unit/test_premul_sum.cc has the one-rank API):
 //   - each rank's scalar multiplies its own input (nccl.h: "pre-multiplies input values by a
 //     given scalar locally"), so ranks may pass different scalars, with either residence:

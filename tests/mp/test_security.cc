@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendezvous under hostile conditions, through the public API only:
 //  - a rank holding a unique id whose secret bytes were altered fails to join with an error,
 //    and the honest ranks, given a short timeout, fail cleanly too (nobody crashes or hangs);

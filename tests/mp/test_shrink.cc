@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomCommShrink and loomCommRevoke (issue 5):
 // - a training-style loop of all-reduces on 4 ranks loses rank 3 to SIGKILL; the survivors see
 //   the error, shrink with LOOM_SHRINK_ABORT and finish the loop on 3 ranks with exact results

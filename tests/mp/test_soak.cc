@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Soak (issue 5): 4 ranks run a long random sequence of collectives in one communicator —
 // random collective, datatype, op, root, in-place or not, and a size skewed towards small
 // messages but reaching 4 MiB (odd counts included) — and every result is checked exactly.

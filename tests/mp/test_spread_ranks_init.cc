@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ranks that outnumber their cores start spread over them (src/core/spread_ranks.h): through
 // the real init, each rank's thread moves to CPU (local rank mod cores) of its mask, keeps its
 // mask (a start, not a binding), and the communicator works; LOOM_SPREAD_RANKS=0 moves nobody.

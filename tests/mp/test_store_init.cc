@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomCommInitRankStore: ranks that meet in a key-value store (here a directory, as PyTorch's
 // FileStore; loom_torch passes c10d's store) instead of at a unique id's root. The data path
 // afterwards is the ordinary one, so these tests check the rendezvous and its errors: exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator and the topology engine: with LOOM_TOPO_FILE naming an 8-GPU machine, 8
 // CPU ranks take the ring the search chose, log it, and still compute exact results in that
 // order; ranks that disagree on the file fail init; a bad file is named in the error; the

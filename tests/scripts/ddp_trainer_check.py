@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Issue 6's equivalence tests for examples/ddp_trainer, run through loomrun.
 
 A small model (odd layer sizes, so buckets need padding; small buckets, so there are several)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Issue 5's acceptance check: kill one rank of a running job, the others must notice.
 
 Starts RANKS processes of allreduce_loop (tests/support/allreduce_loop.c) as separate processes

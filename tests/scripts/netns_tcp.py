@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Loom across two "hosts": two network namespaces joined by a veth pair (issue 5).
 
 Each namespace plays one host (LOOM_HOSTID differs), so ranks in the same namespace talk over

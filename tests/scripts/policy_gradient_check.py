@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks of examples/policy_gradient beyond "it solves" (the solving run is its own test).
 
   policy_gradient_check.py path/to/loomrun path/to/policy_gradient

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* One rank of tests/scripts/kill_one_rank.py: all-reduces float32 in a loop until a call fails.
  * Uses only loom.h. The rank joins through the environment (LOOM_RANK, LOOM_WORLD_SIZE,
  * LOOM_COMM_ID=host:port of rank 0's listener, LOOM_COMM_SECRET), as under loomrun.

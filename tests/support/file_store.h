@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A key-value store in a directory, for tests of loomCommInitRankStore: a stand-in for the
 // store a framework shares (PyTorch's FileStore works the same way). Every key is a file; a
 // value appears whole (written to a temporary name, then renamed); `add` holds an flock on a

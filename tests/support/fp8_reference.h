@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp8 for the tests, written from the format definitions (OCP 8-bit floating point) without
 // the library's code, so the tests trust nothing of what they check:
 //   e4m3: bias 7, 3 mantissa bits, no infinity, S.1111.111 is NaN, largest finite 448;

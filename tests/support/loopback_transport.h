@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A transport for tests only: ranks that are threads of one process exchange messages through
 // in-memory queues. Registered from a test (registerLoopbackTransport), it shows that a
 // transport is a folder's worth of code plus one registry entry: nothing in core names it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multi-process test support: fork N ranks, run a body in each, collect how each ended.
 // A child reports failure by throwing (the message goes to stderr, exit code 1) or by
 // exiting non-zero; the parent asserts on the collected results.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests post sends of plain host memory: registered with the connection's transport on the
 // spot (free for shm and socket, which need no registration, so nothing is undone).
 #pragma once

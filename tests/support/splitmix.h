@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // splitmix64: the one seeded mixer the tests use to draw reproducible values from (seed, index).
 #pragma once
 

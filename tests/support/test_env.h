@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the multi-process tests: environment variables set for a scope (children
 // forked inside it inherit them) and the /dev/shm names a communicator leaves behind.
 #pragma once

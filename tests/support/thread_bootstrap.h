@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-process Bootstrap for tests: the ranks are threads of one process and exchange blobs
 // through a shared table. Lets transport and algorithm tests run without sockets.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`meson install` puts loom_torch where the Python it was built for looks: in that Python's
 site-packages under the install prefix, when it has one there (Debian's /usr/bin/python3
 looks in /usr/local/lib/python3.X/dist-packages for prefix /usr/local, not in

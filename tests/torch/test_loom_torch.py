@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The torch suite: loom_torch under torch.distributed, each case in 2 and 4 processes (the
 ranks are tests/torch/workers.py). Needs PYTHONPATH to hold <build>/python; meson test sets it."""
 import collections

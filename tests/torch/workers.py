@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ranks of the torch suite: `python3 workers.py CASE RANK WORLD INIT_FILE BACKEND` runs
 one case on one rank and exits 0 when every check held, 1 with the failures on stderr.
 Data is integer-valued, so every result is exact and compared with ==."""

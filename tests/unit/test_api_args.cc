@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checking of the public C API (single process): every bad argument is rejected with
 // the right code, quickly (no rendezvous is attempted), and with a last-error message that names
 // the failing function and what was wrong.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backoff (src/base/backoff.h): the phases every waiting loop walks (spin, yield, sleep), the
 // yielding round's number the executor paces its clock reads by, rounds spun elsewhere, and
 // the yields a caller adds when its clock says the wait is too young to sleep.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SipHash known answers, the authentication handshake, and the root + TCP-ring bootstrap with
 // ranks as threads of this process on loopback: allGather/barrier, wrong secrets, strangers
 // that send garbage or stall, inconsistent communicators, timeouts and abort.

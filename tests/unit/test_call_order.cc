@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Regressions from review: ordering of calls across threads, groups over several
 // communicators and streams, failures inside groups, lifetime with queued stream work,
 // sticky errors after a failed collective, and abort or revoke from another thread, also of a

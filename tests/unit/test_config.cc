@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration registry (src/base/config): every entry well-formed, one message per bad
 // value whichever part of Loom reads the variable, warnings for unknown variables and choice
 // values, and README's table equal to what the registry makes of itself.

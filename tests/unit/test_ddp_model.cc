@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ddp_trainer's pieces that need no communicator: the model's backward against finite
 // differences, the kernels against a plain double-precision product, the bucket layout, bf16
 // rounding, the optimizers' first steps and the checkpoint file format.

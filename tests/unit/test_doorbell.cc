@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shm doorbell's wake-up handshake between two processes (src/transport/shm/doorbell.h).
 // Each round of a ping-pong publishes a word, rings the peer and goes straight to sleep until
 // the peer's word arrives, so every round runs the sleeper/ringer race the handshake must

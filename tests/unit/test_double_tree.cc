@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inter-node double binary tree (search.h doubleBinaryTree): for 1..64 nodes both trees are
 // proper binary trees over every node, no node is inner in both, even counts use every node as
 // an inner node once, and the first tree is in order and shallow.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomCommInitFromEnv under each launcher's environment (loomrun, torchrun, Open MPI, Slurm):
 // the ranks are forked processes that set their variables before the call; rank 0 hosts the
 // rendezvous at the agreed address and the others retry until it is up. Missing or malformed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The executor's quick exchange (src/algorithms/executor_quick.h) against a scripted connection:
 // each outcome (done within the spin, adopted by a run after it, failed inside it) and what the
 // run that adopts or names it must keep: the data delivered once, no message posted twice, the

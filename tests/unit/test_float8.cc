@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp8 (kernels/float8.h): every pattern of both formats decoded and round-tripped exactly,
 // float -> fp8 rounding to nearest even (ties, subnormals, the smallest normal) against a
 // search over the patterns, the documented saturation (CUDA's __NV_SATFINITE: a finite value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loom's fp8 conversions against CUDA's own (cuda_fp8.h, the host implementation of the
 // __nv_fp8_e4m3 / __nv_fp8_e5m2 conversions NCCL's fp8 kernels use, with __NV_SATFINITE): the
 // same bits for every finite float sampled (a stride through all 2^32 patterns, and every float

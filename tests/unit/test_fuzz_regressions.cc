@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs every saved fuzz input through its target's entry function in the normal build, so
 // inputs that once crashed Loom (tests/fuzz/regressions/<target>/) stay fixed without clang,
 // and the seed corpora (tests/fuzz/corpus/<target>/) keep working. Build with ASan+UBSan to

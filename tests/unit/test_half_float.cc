@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Float16/Bfloat16 conversions: exhaustive over all 16-bit patterns, and float -> 16 bit
 // rounding checked against an independent nearest-value search (and, where the CPU has F16C,
 // against the hardware converter).

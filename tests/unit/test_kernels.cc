@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host reduction kernels: every datatype x op x instruction-set variant against an
 // independently written scalar reference, on odd sizes, aliased and unaligned buffers; the
 // NaN/infinity rule of max/min; integer wrap-around; avg's final division.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bandwidth table (link_bandwidth.h): PCIe speed strings, NVLink and xGMI by generation,
 // socket-to-socket links by CPU, network ports (including speeds given in kb/s) and C2C.
 #include <gtest/gtest.h>

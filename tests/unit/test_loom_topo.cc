@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-topo end to end ($LOOM_TOPO_EXE on every topology in $LOOM_TEST_DATA/topo), plus the two
 // pieces the tool helper owns inside the library: the double binary tree and NCCL graph XML.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A transport registered from a test (tests/support/loopback_transport.h: in-process queues)
 // carries every collective with exact results, without any edit in core: the registry prefers
 // it, and the communicator, the executor and the schedules use it through transport.h alone.

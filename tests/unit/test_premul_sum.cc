@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomRedOpCreatePreMulSum / loomRedOpDestroy on one process (communicators of one rank made
 // with loomCommInitAll; tests/mp/test_premul_sum_ranks.cc runs them across ranks):
 //   - every datatype: the result is scalar * input, rounded as the type's product (integers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring order from placement: hosts stay together, CPU ranks group by package then NUMA node,
 // and with a topology the ranks follow the searched ring's first channel.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every schedule, checked symbolically for n = 1..16: each rank ends with exactly the right
 // contributions, each counted once, avg divided once, no deadlock, matching message sizes.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point batches (pointToPointBatch, issue 15), proven with the provenance simulator
 // for n = 1..16: random valid programs (self sends and receives, zero-byte operations, any
 // interleaving that keeps each pair's order) and the all-pairs exchange where every rank sends

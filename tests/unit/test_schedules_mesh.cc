@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data-movement schedules of issue 15 (all-to-all, all-to-all-v, gather, scatter, the
 // barrier), proven for n = 1..16 with the provenance simulator (tools/sim/movement_simulator.h):
 // every output byte holds exactly the input byte the collective promises, nothing else is

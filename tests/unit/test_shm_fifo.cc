@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shm FIFO on its own, both ends in one process: a slot is published by its header's
 // sequence number (so a small message is one line), pieces of up to kInlineBytes ride in the
 // header, laps reuse slots, and a sequence number that is neither this lap's nor the last one's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory transport: data integrity over every slot boundary, rings of ranks on an
 // oversubscribed machine, name and mapping hygiene, configuration errors, and a real second
 // process mapping the segments.

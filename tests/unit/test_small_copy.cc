@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // copyBytes (src/base/small_copy.h): the inline copy of small messages, exact for every size
 // around its width boundaries, at every alignment, writing nothing outside the target.
 #include <gtest/gtest.h>

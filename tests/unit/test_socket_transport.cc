@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP transport with ranks as threads on loopback: striped messages of awkward sizes in
 // both directions at once, content and delivery alignment checked; strangers at the data
 // listener; a peer that goes away gives an error, not a hang.

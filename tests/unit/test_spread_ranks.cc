@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spreading oversubscribed ranks over cores (src/core/spread_ranks.h): which CPU a local rank
 // starts on, and that the move leaves the thread's mask as it was (a start, not a binding).
 #include <gtest/gtest.h>

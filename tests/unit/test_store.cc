@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ side of loomStore_t (src/bootstrap/store.h) over the test's directory store: values
 // of any length, a missing key as "not yet" rather than an error, counters, and failures that
 // name the operation, the key and the store's reason.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loom streams: collectives enqueued on a stream return at once and run in order on the stream's
 // thread; loomStreamQuery tells idle from busy; loomStreamSynchronize waits and then every result
 // is there, in order (each call below depends on the previous one's output).

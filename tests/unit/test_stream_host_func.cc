@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomLaunchHostFunc: a host function runs on the stream's thread after everything enqueued
 // before it, and before anything enqueued after it; on the NULL stream it runs at once. This is
 // what loom_torch completes its work objects with, so the ordering is the contract tested here.

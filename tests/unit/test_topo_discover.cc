@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host discovery: this machine's model (a CPU/NIC model without GPUs here), the sysfs readers
 // on a fake sysfs tree built in a temporary directory, the small parsers, and the synthetic
 // machines of tests/data/topo/synthetic (their counts and NVLink bandwidth per GPU).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Path types, bandwidths and policies on machines built in code, where the right answer can be
 // read off the drawing in each test.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring and tree search, checked against what the machine's wiring allows (first principles),
 // on machines built in code and on the synthetic and real topology files.
 #include <gtest/gtest.h>

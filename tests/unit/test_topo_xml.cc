@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The XML reader/writer (xml_document.h) and NCCL topology XML in and out (topo_xml.h): parser edge cases and errors, every real and
 // synthetic machine file loading with the counts read from it by eye, and round trips.
 #include <gtest/gtest.h>

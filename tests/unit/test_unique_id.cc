@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 128-byte unique id (encode/decode and its rejection of damaged ids), address parsing and
 // formatting, and the secret generator.
 #include <arpa/inet.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The layering check: reads every #include "..." of Loom's C/C++ files and fails on an edge
 that layers.txt does not allow, naming file and line. Also refused: includes spelled with
 "../", and includes that resolve to no file of the tree (a typo, or a path that only works

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds one include folder per library of layers.txt: symbolic links to that library's own
 top folder and to those of every library it may reach, and nothing else. Meson gives each
 library its view as its only project include path, so an include of a floor above fails to

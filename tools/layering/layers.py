@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The layer table (layers.txt) and what follows from it; shared by check_layers.py and
 include_views.py."""
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The layering check's own test, and the build's enforcement of it:
   1. check_layers.py passes on the tree as it is;
   2. a planted back-edge (base including core) fails it, naming file, line and edge; so does an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data-movement collectives as problems for the provenance simulator (movement_simulator.h):
 // each rank's schedule from buildSchedule, its buffers laid out the way an application passes
 // them (nccl.h's in-place forms for gather and scatter, NULL where a rank's buffer is unused),

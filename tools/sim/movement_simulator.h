@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A provenance simulator for schedules that move data (all-to-all(v), gather, scatter,
 // point-to-point batches, the barrier). simulator.h tracks which ranks' inputs an element
 // contains, which is what a reduction needs; it cannot tell which element of an input landed

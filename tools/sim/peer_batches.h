@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point batches as problems for the provenance simulator (movement_simulator.h): every
 // rank's list of PeerOperations (a group's sends and receives on one communicator), each in its
 // own user buffer, run as the schedules pointToPointBatch builds. The promise: the k-th receive

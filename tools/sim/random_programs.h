@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seeded random inputs for the provenance simulator: all-to-all-v layouts and point-to-point
 // batches that are valid (pair-consistent) by construction, the same for the same seed on every
 // platform (a SplitMix64 generator, not <random>'s distributions, whose results vary).

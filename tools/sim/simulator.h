@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A symbolic simulator for schedules: runs every rank's schedule against in-memory channels
 // where each element holds the set of ranks whose input it contains (a bitmask), plus a
 // "divided" mark. It proves a schedule right for a given shape: no deadlock, matching

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The direct engine (direct_engine.h) over a shared arena (transport/shm/shm_arena.h):
 //
 //   eager   (messages up to LOOM_DIRECT_EAGER_BYTES): each rank copies its input into its post

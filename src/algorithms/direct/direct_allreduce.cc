@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct all-reduce: eager (one shot through the arena) and single-copy (reduce own segment
 // from the peers' buffers, then read the other reduced segments). See direct_engine.h.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct all-to-all, gather and scatter for small messages (inputs up to
 // LOOM_DIRECT_EAGER_BYTES, decided from count and rank count alone, so alike on every rank):
 // each rank posts what it sends into its arena slot, and after the one synchronisation every

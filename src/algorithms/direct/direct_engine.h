@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct collectives for communicators whose ranks all share one host: instead of passing
 // pieces around a ring through FIFOs, every rank reads what it needs straight from its peers,
 // through a shared arena (small calls) or single-copy reads of their buffers (large calls,

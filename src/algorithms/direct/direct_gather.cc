@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct all-gather and broadcast: every rank copies what it lacks straight from its owner,
 // from the arena (eager) or from the owner's buffer (single copy). See direct_engine.h.
 #include <cstring>

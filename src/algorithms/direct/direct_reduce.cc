@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct reduce-scatter and reduce: the rank that owns an output reduces it from every rank's
 // input, from the arena (eager, rank order) or with single-copy reads. See direct_engine.h.
 #include <algorithm>

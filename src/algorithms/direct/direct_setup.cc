@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the ranks of a host agree on a direct engine: one shared arena for the communicator, and
 // single-copy reads only where every rank may read every other (ptrace rules, Yama's
 // ptrace_scope or a container's seccomp profile may forbid them).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waiting for a peer in the direct collectives: for a flag in the shared arena to reach a
 // value. A peer on another core is usually a few hundred nanoseconds behind, so the wait first
 // spins; when ranks outnumber cores the peer may not even be running, so it then yields the

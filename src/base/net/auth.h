@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Proving knowledge of the communicator's secret without sending it.
 //
 // Every bootstrap and transport connection starts with a mutual challenge-response:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a rank sends right after a connection has authenticated (auth.h): what the connection is
 // for and which two ranks of which communicator it joins. One record for every kind of peer
 // connection (the bootstrap ring, the socket transport's lanes), so there is one encoder and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "base/net/socket.h"
 
 #include <arpa/inet.h>

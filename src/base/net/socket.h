@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Socket plumbing shared by the bootstrap, the root server and the TCP transport: an RAII fd,
 // deadlines, non-blocking connect/accept/read/write that never wait past a deadline (and notice
 // loomCommAbort), address helpers, a fixed wire encoding of addresses and the choice of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA reduction kernels: one grid-stride kernel template instantiated per (datatype, op) with
 // the shared functors of reduce_ops.h, so the GPU computes exactly what the host kernels do.
 #include "kernels/cuda/cuda_reduce.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA reduction kernels: the GPU counterpart of host_reduce.h, built from the same operator
 // definitions (reduce_ops.h), so GPU and host results are identical bit for bit (NaN payloads
 // of sum/prod aside). Lives in the static library loom_cuda_kernels, which libloom does not

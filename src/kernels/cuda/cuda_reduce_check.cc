@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Standalone GPU check (needs a CUDA GPU, which CI lacks, so it is not a unit test): every
 // datatype x op through cudaReduce/cudaDivide against the host kernels, bit for bit (NaN
 // payloads of sum/prod aside), on odd sizes, aliased and unaligned pointers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reductions that see every rank's input at once, and the averaging steps of the ring.
 //
 // reduceRanks: each element is reduced over sources[0..n-1] in that (canonical rank) order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the host kernels: the function table each instruction-set variant fills, and the
 // element loops they all share. Each variant (host_reduce_generic.cc, host_reduce_avx2.cc,
 // host_reduce_avx512.cc) instantiates these loops inside functions compiled for its ISA.

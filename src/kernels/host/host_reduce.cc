@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which datatypes the kernels reduce, and the dispatch of reduce()/divide() to the best instruction-set variant
 // of the kernels (chosen once, from what the CPU reports).
 #include "kernels/host/host_reduce.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host reduction kernels: every datatype x op, vectorized, sharing the op definitions in
 // reduce_ops.h with the CUDA kernels (fp8: the element loop itself vectorizes, float8.h).
 #pragma once

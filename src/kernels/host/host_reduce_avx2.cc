@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AVX2 variant of the host kernels. The shared loops (host_kernel_table.h) are inlined into
 // functions that carry target("avx2,f16c"), so they vectorize with 256-bit registers while the
 // rest of the library stays baseline x86-64; host_reduce.cc only calls them when the CPU has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AVX-512 variant of the host kernels: like host_reduce_avx2.cc with 512-bit registers.
 // BW is needed for the 8- and 16-bit integer lanes (int8/uint8, bfloat16 bit manipulation), VL
 // and DQ let the compiler mix in other forms; host_reduce.cc checks all of them at run time.

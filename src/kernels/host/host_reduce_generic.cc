@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The portable variant of the host kernels: plain C++ loops, vectorized by the compiler for the
 // baseline ISA (SSE2 on x86-64). Used on CPUs without AVX2 and on other architectures. The
 // 16-bit float types go through the scalar conversions of half_float.h (slow, but exact).

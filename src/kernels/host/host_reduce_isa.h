@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The instruction-set variants of the host reduction kernels. reduce()/divide() in
 // host_reduce.h use the best one this CPU supports (chosen once); this header lets tests and
 // benchmarks run a specific variant and compare it with the others.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding NaN and infinity in a buffer of any floating-point datatype, for LOOM_CHECK=2.
 // Works on the bit patterns, so it is exact for the 16- and 8-bit formats too.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PreMulSum's local step (loomRedOpCreatePreMulSum): each rank multiplies its own input by its
 // own scalar before the sum, as nccl.h defines the operator ("pre-multiplies input values by a
 // given scalar locally before reducing them with peer values via summation"). The product is

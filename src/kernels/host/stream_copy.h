@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Copies that bypass the cache on the destination side (non-temporal stores). A normal store
 // to a line that is not cached first reads it from memory (read-for-ownership); for outputs
 // far larger than the cache that read is pure waste, a third more memory traffic for a copy.

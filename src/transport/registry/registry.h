@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which transport joins two ranks. The registry holds one entry per transport, in order of
 // preference: {name, can-connect(a, b), create}. For each peer pair the first entry that both
 // ranks allow and that can connect them wins. Every rank decides from the same published facts

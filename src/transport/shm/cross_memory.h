@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-copy reads from another process's memory (Linux cross-memory attach:
 // process_vm_readv). The kernel copies straight from the peer's pages into ours, so a large
 // message crosses memory once instead of twice through a shared staging buffer.

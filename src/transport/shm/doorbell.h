@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A doorbell is one rank's wake-up word in shared memory. Peers ring it after posting data,
 // freeing FIFO space or publishing a flag of the direct engine; the rank sleeps on it with a
 // timeout when spinning and yielding found nothing to do. That lets 8 ranks share 2 cores

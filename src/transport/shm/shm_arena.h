@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared arena: one shared-memory segment per communicator, mapped by every rank when all
 // ranks are on one host. It carries what the direct collectives (algorithms/direct_*.h) need
 // to meet without a transport in between:

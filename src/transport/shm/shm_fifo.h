@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The single-producer single-consumer slot FIFO that carries one direction (from -> to) of an
 // shm connection. It lives in a segment created by the receiver and mapped by the sender.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One shared-memory segment, mapped into this process: created by its owner or opened by a
 // peer on the same host. The mapping is pre-faulted writable at once because page faults are
 // expensive on VMs (~11 us per 4 KiB page) and would otherwise land on the first messages.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Setup of the shm transport and the Connection that moves messages over a pair of FIFOs.
 #include "transport/shm/shm_transport.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory transport for peers on the same host.
 //
 // Per directed pair a FIFO of slots in a POSIX shm segment (created by the receiver, mapped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LOOM_FAULT: faults injected into the socket transport, so tests can show that each becomes
 // a prompt error on every rank, or is tolerated when it should be.
 //

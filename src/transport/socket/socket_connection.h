@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One TCP peer: k authenticated, non-blocking sockets ("lanes"). A message is cut into blocks
 // of stripeBytes; block i travels on lane i % k, so a large message uses every lane while a
 // small one (< stripeBytes) goes on lane 0 only. Each lane carries its share of every message

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Setting up the TCP transport: every rank listens, the addresses go round the bootstrap, and
 // for each pair of peers the lower rank connects socketsPerPeer sockets to the higher one. Each
 // socket authenticates and then says who it is; the higher rank sorts them by that hello.

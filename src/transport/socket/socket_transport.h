@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TCP transport for peers on other hosts (or on this host with LOOM_SHM_DISABLE=1).
 // Non-blocking sockets with TCP_NODELAY; several sockets per peer, each message striped over
 // them in fixed-size blocks so large messages use several streams. Every connection proves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frame every socket message travels in. Lane 0 carries, before its share of each message,
 // a fixed 64-byte header:
 //   magic u32 | kind u8 | collective u8 | type u8 | op u8 | root i32 | code i32 |

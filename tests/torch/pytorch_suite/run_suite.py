@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Run PyTorch's own distributed test suite against a torch.distributed backend.
 
 The suite is torch/testing/_internal/distributed/distributed_test.py (the class

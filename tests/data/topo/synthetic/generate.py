@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the synthetic machines of this folder (see README.md).
 
 The XML files are checked in; this script is how they were made, so a change to a machine is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A stand-in for the `expecttest` package, enough for torch 1.13's test helpers to import.
 
 Why: torch/testing/_internal/common_utils.py does `import expecttest` at the top (its TestCase
