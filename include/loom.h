@@ -147,6 +147,11 @@ typedef enum {
 
 /* ---- Version and errors ------------------------------------------------------------- */
 loomResult_t loomGetVersion(int* version);
+/* Loom's version as text, in PEP 440 form: the release ("0.1.0"), with the git revision when
+ * the library was built from a git checkout ("0.1.0+g0123456789ab": 12 hex digits of the
+ * commit; ".dirty" appended when tracked files had uncommitted changes). A static string,
+ * never NULL; LOOM_DEBUG=INFO prints it at a process's first communicator init. */
+const char* loomGetVersionString(void);
 const char* loomGetErrorString(loomResult_t result);
 /* The last error's message on this thread: what failed, on which rank, with which peer. */
 const char* loomGetLastError(loomComm_t comm);

@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
+#include "base/version.h"
 #include "perf/perf_data.h"
 
 namespace loom::perf {
@@ -51,8 +53,14 @@ void printHelp(std::FILE* out, const char* tool) {
                "  [-a,--average <0/1/2/3>]     time of a row: 0 rank 0, 1 mean, 2 min, 3 max over\n"
                "                               ranks (default 1)\n"
                "  [-R,--local_register <0/1/2>] accepted; host buffers need no registration\n"
-               "  [-h,--help]\n",
+               "  [-h,--help]\n"
+               "  [--version]                  print the version (Loom's) and exit\n",
                tool);
+}
+
+[[noreturn]] void printVersion(const char* tool) {
+  std::fputs(versionLine(tool).c_str(), stdout);
+  std::exit(0);
 }
 
 [[noreturn]] void usageError(const char* tool, const std::string& message) {
@@ -121,7 +129,13 @@ Options parseOptions(int argc, char** argv, const char* tool) {
                                  {"average", required_argument, nullptr, 'a'},
                                  {"local_register", required_argument, nullptr, 'R'},
                                  {"help", no_argument, nullptr, 'h'},
+                                 {"version", no_argument, nullptr, 'V'},
                                  {nullptr, 0, nullptr, 0}};
+  // Before any other option is checked, and so before a backend starts: --version answers
+  // whatever else the command line holds (getopt below takes its abbreviations too).
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) printVersion(tool);
+  }
   Options options;
   long value = 0;
   optind = 1;
@@ -228,6 +242,8 @@ Options parseOptions(int argc, char** argv, const char* tool) {
       case 'h':
         printHelp(stdout, tool);
         std::exit(0);
+      case 'V':
+        printVersion(tool);
       default:
         usageError(tool, "unknown option");
     }

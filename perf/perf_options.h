@@ -39,8 +39,9 @@ struct Options {
   int threads = 1;           // -t: ranks as threads of this process
 };
 
-// Parses argv. On -h prints the help to stdout and exits 0; on a bad option prints the reason
-// and the help to stderr and exits 2 (as a getopt tool does).
+// Parses argv. On -h prints the help to stdout and exits 0; on --version prints
+// "<toolName> (Loom) <version>" and exits 0, whatever else is given; on a bad option prints the
+// reason and the help to stderr and exits 2 (as a getopt tool does).
 Options parseOptions(int argc, char** argv, const char* toolName);
 
 // "32M" -> 33554432: nccl-tests' size syntax (K/M/G are powers of 1024, either case).

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // loom-env: Loom's environment variables as the library reads them. With no argument it checks
 // the variables set now (the value each one is read as, or the error or warning the library
-// would give); --markdown prints the table README's Configuration section holds, made from the
-// registry (src/base/config_knobs.cc), and --update-readme puts it there.
+// would give); --markdown prints the tables docs/configuration.md holds, made from the
+// registry (src/base/config_knobs.cc), and --update-docs puts them there.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/version.h"
 
 namespace {
 
@@ -20,23 +21,24 @@ using loom::config::Type;
 constexpr int kExitProblem = 1;
 constexpr int kExitUsage = 2;
 
-// README's generated part lies between these two lines.
+// docs/configuration.md's generated part lies between these two lines.
 constexpr const char* kBeginMarker =
     "<!-- made by `loom-env --markdown` from src/base/config_knobs.cc; after editing that table, "
-    "run `build/tools/loom-env --update-readme README.md` -->";
+    "run `build/tools/loom-env --update-docs docs/configuration.md` -->";
 constexpr const char* kEndMarker = "<!-- end of `loom-env --markdown` -->";
 
 const char kUsage[] =
-    "Usage: loom-env [--markdown | --update-readme README.md | --help]\n"
+    "Usage: loom-env [--markdown | --update-docs docs/configuration.md | --help | --version]\n"
     "\n"
     "Without an option: every Loom variable set in the environment (LOOM_* and the launcher\n"
     "variables Loom reads), with the value the library reads from it, or the error or warning\n"
     "it would give; LOOM_* variables Loom does not know are named with the closest known one.\n"
     "Text values (addresses, interface lists, fault lists) are checked where they are used.\n"
     "\n"
-    "  --markdown              print the tables of every variable, as README shows them\n"
-    "  --update-readme FILE    replace the tables in FILE (between the markers) with them\n"
+    "  --markdown              print the tables of every variable (docs/configuration.md)\n"
+    "  --update-docs FILE      replace the tables in FILE (between the markers) with them\n"
     "  -h, --help              this text\n"
+    "  --version               print loom-env's version (Loom's) and exit\n"
     "\n"
     "Exit status: 0 all good, 1 an error or warning, 2 bad usage or an unwritable file.\n";
 
@@ -88,7 +90,7 @@ std::string markdown() {
 }
 
 // Replaces the lines between the markers; false (with a message) when they are missing.
-bool updateReadme(const std::string& path) {
+bool updateDocs(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     std::cerr << "loom-env: cannot read " << path << "\n";
@@ -164,6 +166,13 @@ int checkEnvironment() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any other argument is looked at: --version answers whatever else is given.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--version") {
+      std::cout << loom::versionLine("loom-env");
+      return 0;
+    }
+  }
   const std::string option = argc > 1 ? argv[1] : "";
   if (argc == 1) return checkEnvironment() == 0 ? 0 : kExitProblem;
   if (argc == 2 && (option == "-h" || option == "--help")) {
@@ -174,7 +183,7 @@ int main(int argc, char** argv) {
     std::cout << markdown();
     return 0;
   }
-  if (argc == 3 && option == "--update-readme") return updateReadme(argv[2]) ? 0 : kExitUsage;
+  if (argc == 3 && option == "--update-docs") return updateDocs(argv[2]) ? 0 : kExitUsage;
   std::cerr << "loom-env: unexpected arguments\n" << kUsage;
   return kExitUsage;
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/version.h"
 #include "tools/loom_topo.h"
 
 namespace {
@@ -20,7 +21,7 @@ constexpr int kExitUsage = 2;
 
 const char kUsage[] =
     "Usage: loom-topo [--file TOPO.xml] [--nodes N] [--json] [--dot FILE]\n"
-    "                 [--graph GRAPH.xml] [--graph-out FILE] [--help]\n"
+    "                 [--graph GRAPH.xml] [--graph-out FILE] [--help] [--version]\n"
     "\n"
     "Shows the machine as Loom's topology engine sees it: the system tree (CPUs, PCI\n"
     "switches, GPUs, NICs, network ports, with link types and GB/s), the path matrix\n"
@@ -38,6 +39,7 @@ const char kUsage[] =
     "  --graph FILE      take rings and trees from an NCCL graph XML instead of searching\n"
     "  --graph-out FILE  write the rings and trees as NCCL graph XML\n"
     "  -h, --help        this text\n"
+    "  --version         print loom-topo's version (Loom's) and exit\n"
     "\n"
     "Environment: LOOM_TOPO_FILE, LOOM_P2P_LEVEL, LOOM_NET_GDR_LEVEL, LOOM_GRAPH_FILE,\n"
     "LOOM_GRAPH_DUMP_FILE, LOOM_TOPO_DUMP_FILE (as for the library).\n"
@@ -65,6 +67,14 @@ int parseNodes(const std::string& text) {
 }
 
 Options parseOptions(int argc, char** argv) {
+  // Before the environment or any other argument is read: --version answers whatever else is
+  // given.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::cout << loom::versionLine("loom-topo");
+      std::exit(0);
+    }
+  }
   Options options;
   // The library's variables first, so that the command line overrides them.
   options.request = loom::topology::TopologyRequest::fromEnvironment();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/version.h"
 #include "tools/loomrun_options.h"
 #include "tools/loomrun_output.h"
 #include "tools/loomrun_supervisor.h"
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   } catch (const loom::Error& error) {
     writeAll(STDERR_FILENO, std::string("loomrun: ") + error.what() + "\n" + usageText());
     return 2;
+  }
+  if (options.version) {
+    writeAll(STDOUT_FILENO, loom::versionLine("loomrun"));
+    return 0;
   }
   if (options.help) {
     writeAll(STDOUT_FILENO, usageText());

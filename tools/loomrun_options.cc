@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "base/error.h"
@@ -70,6 +71,9 @@ LaunchOptions parseOptions(int argc, char** argv) {
   LaunchOptions options;
   ArgumentCursor cursor(argc, argv);
   bool sawCount = false;
+  // A bad option before --help or --version is reported only if neither comes: they answer
+  // whatever else the command line holds, as in any tool.
+  std::optional<Error> firstError;
   while (!cursor.done()) {
     std::string_view word = cursor.peek();
     if (word == "--") {
@@ -89,19 +93,29 @@ LaunchOptions parseOptions(int argc, char** argv) {
     if (name == "-h" || name == "--help") {
       options.help = true;
       return options;
-    } else if (name == "-n" || name == "-np" || name == "--np") {
-      options.nranks = parseRankCount(cursor.valueOf(name, inlineValue, hasInline));
-      sawCount = true;
-    } else if (name == "--bind") {
-      options.bind = parseBind(cursor.valueOf(name, inlineValue, hasInline));
-    } else if (name == "--tag-output" && !hasInline) {
-      options.tagOutput = true;
-    } else if (name == "--timeout") {
-      options.timeoutSeconds = parseTimeout(cursor.valueOf(name, inlineValue, hasInline));
-    } else {
-      throwUsage("unknown option '" + argument + "'");
+    }
+    if (name == "--version" && !hasInline) {
+      options.version = true;
+      return options;
+    }
+    try {
+      if (name == "-n" || name == "-np" || name == "--np") {
+        options.nranks = parseRankCount(cursor.valueOf(name, inlineValue, hasInline));
+        sawCount = true;
+      } else if (name == "--bind") {
+        options.bind = parseBind(cursor.valueOf(name, inlineValue, hasInline));
+      } else if (name == "--tag-output" && !hasInline) {
+        options.tagOutput = true;
+      } else if (name == "--timeout") {
+        options.timeoutSeconds = parseTimeout(cursor.valueOf(name, inlineValue, hasInline));
+      } else {
+        throwUsage("unknown option '" + argument + "'");
+      }
+    } catch (const Error& error) {
+      if (!firstError) firstError = error;
     }
   }
+  if (firstError) throw *firstError;
   if (!sawCount) throwUsage("missing -n N (the number of processes)");
   while (!cursor.done()) options.command.push_back(cursor.take());
   if (options.command.empty()) throwUsage("missing the program to run");
@@ -111,6 +125,7 @@ LaunchOptions parseOptions(int argc, char** argv) {
 std::string usageText() {
   return "usage: loomrun -n N [--bind none|core] [--tag-output] [--timeout SECONDS] [--] prog "
          "[args...]\n"
+         "       loomrun --help | --version\n"
          "\n"
          "Starts N local processes of prog, each with LOOM_RANK, LOOM_LOCAL_RANK,\n"
          "LOOM_WORLD_SIZE, LOOM_LOCAL_SIZE, LOOM_COMM_ID (127.0.0.1:<free port>) and\n"
@@ -122,6 +137,7 @@ std::string usageText() {
          "  --tag-output        prefix every line of each rank's stdout/stderr with [rank]\n"
          "  --timeout SECONDS   stop every rank after SECONDS and exit with status 124\n"
          "  -h, --help          show this help\n"
+         "  --version           print loomrun's version (Loom's) and exit\n"
          "\n"
          "Rank 0 reads loomrun's stdin unless it is a terminal; the other ranks read /dev/null.\n"
          "When a rank fails, the others are stopped (SIGTERM, then SIGKILL after 3 s) and loomrun\n"

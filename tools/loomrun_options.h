@@ -16,6 +16,7 @@ struct LaunchOptions {
   bool tagOutput = false;
   std::optional<double> timeoutSeconds;  // kill everything after this long
   bool help = false;
+  bool version = false;              // --version: print "loomrun (Loom) <version>" and exit
   std::vector<std::string> command;  // program then its arguments
 };
 

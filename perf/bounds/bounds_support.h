@@ -75,7 +75,8 @@ class ThreadTeam {
   std::vector<std::thread> workers_;
 };
 
-// "--name value" options. Unknown options and malformed numbers print the usage and exit 2.
+// "--name value" options. Unknown options and malformed numbers print the usage and exit 2;
+// --help prints it and exits 0; --version prints "<program> (Loom) <version>" and exits 0.
 class Arguments {
  public:
   Arguments(int argc, char** argv, std::string usage);

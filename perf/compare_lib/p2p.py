@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Issue 15's benchmark plan and verdicts: all-to-all and sendrecv, Loom against OpenMPI.
+"""The all-to-all and sendrecv benchmark's plan and verdicts, Loom against OpenMPI.
 
 The acceptance criteria: on 2 and 4 ranks over shared memory, all-to-all at 1 KiB, 64 KiB,
 1 MiB, 16 MiB and 64 MiB reaches at least OpenMPI's bandwidth at each size, and sendrecv's 8 B

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The floors under issue 15's rows, measured in the same rounds as Loom and OpenMPI.
+"""The floors under the all-to-all and sendrecv rows, measured in the same rounds as Loom and
+OpenMPI.
 
 - sendrecv 8 B on n ranks: perf/bounds/ring_floor, n processes that each write one cache line
   and wait for their neighbour's, yielding the CPU when they outnumber the CPUs (as both

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The performance targets of issue 3, each checked against this run's medians.
+"""The performance targets, each checked against this run's medians.
 
 A target over a size range holds only if it holds at every measured size in the range; the
 printed figure is the worst size's. "OpenMPI" is, per size, the better of its two runs (as
@@ -132,7 +132,7 @@ def _kernel(results, type_name, minimum):
 
 
 def evaluate(results):
-    """Every target, in the issue's order."""
+    """Every target, in the order they are listed."""
     bound = results.bound("mem_bandwidth", "allreduce2_single_copy_bound_gbps")
     stream = results.bound("tcp_stream", "one_stream_gbps")
     verdicts = [

@@ -191,6 +191,7 @@ void registerBenchmarks(const ShmPairOptions& options) {
 
 int main(int argc, char** argv) {
   using namespace loom::micro;
+  exitOnVersionFlag(argc, argv, "fifo_bench");
   const MicroFlags flags(argc, argv, {"pin", "slot_bytes", "slots"});
   ShmPairOptions options = planCpus(flags.boolean("pin", true));
   options.shm.slotBytes =
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
   options.shm.slotCount = std::stoi(flags.value("slots", std::to_string(options.shm.slotCount)));
 
   auto reporter = RecordingReporter::forCommandLine(argc, argv);
-  benchmark::Initialize(&argc, argv);
+  benchmark::Initialize(&argc, argv, printHelp);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   try {
     pinToCpu(options.parentCpu);

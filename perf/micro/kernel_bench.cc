@@ -41,6 +41,7 @@ std::vector<HostIsa> chosenIsas(const std::string& choice) {
 
 int main(int argc, char** argv) {
   using namespace loom::micro;
+  exitOnVersionFlag(argc, argv, "kernel_bench");
   const MicroFlags flags(argc, argv, {"isa", "all_ops"});
   KernelSelection selection;
   selection.isas =
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   selection.allOps = flags.boolean("all_ops", false);
 
   auto reporter = RecordingReporter::forCommandLine(argc, argv);
-  benchmark::Initialize(&argc, argv);
+  benchmark::Initialize(&argc, argv, printHelp);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
   benchmark::AddCustomContext("loom_host_isa",

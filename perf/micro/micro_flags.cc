@@ -1,11 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "micro_flags.h"
 
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+
+#include "base/version.h"
 
 namespace loom::micro {
+
+void exitOnVersionFlag(int argc, char** argv, const char* tool) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::fputs(versionLine(tool).c_str(), stdout);
+      std::exit(0);
+    }
+  }
+}
+
+void printHelp() {
+  benchmark::PrintDefaultHelp();
+  std::fputs("          [--version]  print the version (Loom's) and exit\n", stdout);
+}
 
 MicroFlags::MicroFlags(int& argc, char** argv, const std::vector<std::string>& known) {
   int kept = 1;

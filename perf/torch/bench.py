@@ -26,6 +26,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TRAIN = os.path.join(ROOT, "examples", "torch_ddp", "train.py")
 PYTHON = "/usr/bin/python3"
 
+sys.path.insert(0, os.path.join(ROOT, "tools", "version"))
+from loom_version import add_version_argument  # noqa: E402 (--version: this source tree's)
+
 
 def size_bytes(text):
     text = text.strip().upper().rstrip("B").rstrip("I")
@@ -142,6 +145,7 @@ def ddp_step(backend, world, env_extra, steps=120):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_version_argument(parser)
     parser.add_argument("--build", default="build")
     parser.add_argument("--ranks", default="2,4")
     parser.add_argument("--rounds", type=int, default=3)

@@ -16,6 +16,10 @@ from . import _C
 
 ProcessGroupLoom = _C.ProcessGroupLoom
 
+# The version of the libloom this package runs on (loomGetVersionString()): "0.1.0", with the
+# git revision when built from git ("0.1.0+g0123456789ab", ".dirty" after uncommitted changes).
+__version__ = _C.version_string()
+
 
 def _create_process_group(store, rank, size, timeout):
     return _C.ProcessGroupLoom(store, rank, size, timeout)

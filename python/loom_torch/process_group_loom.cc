@@ -15,6 +15,7 @@
 #include "completer.h"
 #include "stream_work.h"
 #include "tensor_args.h"
+#include "user_errors.h"
 
 namespace loom_torch {
 
@@ -48,7 +49,7 @@ void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
 class Group {
  public:
   Group() {
-    TORCH_CHECK(loomGroupStart() == loomSuccess, "loom: loomGroupStart failed: ", loomGetLastError(nullptr));
+    TORCH_CHECK(loomGroupStart() == loomSuccess, "loom: could not open a group of operations: ", inUserTerms(loomGetLastError(nullptr)));
   }
   loomResult_t end() {
     ended_ = true;
@@ -78,9 +79,9 @@ ProcessGroupLoom::ProcessGroupLoom(const c10::intrusive_ptr<c10d::Store>& store,
   loomConfig_t config = LOOM_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, std::numeric_limits<int>::max()));
   const loomResult_t result = loomCommInitRankStore(&comm_, size, rank, rendezvous.callbacks(), "", &config);
-  TORCH_CHECK(result == loomSuccess, "loom: init of rank ", rank, " of ", size, " failed: ", loomGetLastError(nullptr));
+  TORCH_CHECK(result == loomSuccess, "loom: init of rank ", rank, " of ", size, " failed: ", inUserTerms(loomGetLastError(nullptr)));
   if (loomStreamCreate(&stream_) != loomSuccess) {
-    const std::string message = loomGetLastError(nullptr);
+    const std::string message = inUserTerms(loomGetLastError(nullptr));
     loomCommDestroy(comm_);
     comm_ = nullptr;
     TORCH_CHECK(false, "loom: rank ", rank, ": could not create its stream: ", message);
@@ -137,7 +138,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::finishCoalescing() {
   coalesced_.clear();
   if (loomGroupEnd() != loomSuccess) {
     // Nothing of the group ran (an operation inside it failed its checks): its work fails.
-    const std::string message = std::string("loom: coalesced operations failed: ") + loomGetLastError(comm_);
+    const std::string message = std::string("loom: coalesced operations failed: ") + inUserTerms(loomGetLastError(comm_));
     for (const auto& each : works) each->abandon(message);
     TORCH_CHECK(false, message);
   }
@@ -148,7 +149,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::finishCoalescing() {
 }
 
 void ProcessGroupLoom::check(loomResult_t result, const char* operation) const {
-  TORCH_CHECK(result == loomSuccess, "loom: ", operation, " failed: ", loomGetLastError(comm_));
+  TORCH_CHECK(result == loomSuccess, "loom: ", operation, " failed: ", inUserTerms(loomGetLastError(comm_)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::broadcast(std::vector<at::Tensor>& tensors,

@@ -6,6 +6,7 @@
 
 #include "completer.h"
 #include "tensor_args.h"
+#include "user_errors.h"
 
 namespace loom_torch {
 namespace {
@@ -39,7 +40,7 @@ void StreamWork::launch(const c10::intrusive_ptr<StreamWork>& work, loomStream_t
   StreamWork* raw = c10::intrusive_ptr<StreamWork>(work).release();
   const loomResult_t result = loomLaunchHostFunc(stream, &StreamWork::complete, raw);
   if (result == loomSuccess) return;
-  const std::string message = loomGetLastError(nullptr);
+  const std::string message = inUserTerms(loomGetLastError(nullptr));
   complete(raw);  // nothing will run it: settle the work (it reports the calls' state)
   TORCH_CHECK(false, "loom: ", work->operation_, ": could not enqueue its completion: ", message);
 }
@@ -53,7 +54,7 @@ void StreamWork::complete() {
   loomResult_t state = loomSuccess;
   if (loomCommGetAsyncError(comm_, &state) != loomSuccess || state != loomSuccess) {
     failure = std::make_exception_ptr(
-        std::runtime_error("loom: " + operation_ + " failed: " + std::string(loomGetLastError(comm_))));
+        std::runtime_error("loom: " + operation_ + " failed: " + inUserTerms(loomGetLastError(comm_))));
   }
   if (!failure) {
     try {

@@ -2,6 +2,7 @@
 #include "tensor_args.h"
 
 #include "torch_compat.h"
+#include "user_errors.h"
 
 #include <ATen/ops/scalar_tensor.h>
 
@@ -95,7 +96,7 @@ ReduceOpFor::ReduceOpFor(const c10d::ReduceOp& op, const at::Tensor& tensor, loo
   loomRedOp_t made = loomSum;
   const loomResult_t result = loomRedOpCreatePreMulSum(&made, scalar_.data_ptr(), loomType(tensor, operation),
                                                        loomScalarHostImmediate, comm);
-  TORCH_CHECK(result == loomSuccess, "loom: ", operation, ": ", loomGetLastError(comm));
+  TORCH_CHECK(result == loomSuccess, "loom: ", operation, ": ", inUserTerms(loomGetLastError(comm)));
   op_ = made;
   premulComm_ = comm;
 }

@@ -313,8 +313,9 @@ class Run {
     }
     const pid_t peerPid = checkPids && peer >= 0 && peer < static_cast<int>(pids->size()) ? (*pids)[peer] : 0;
     if (peerPid == 0) return "";
+    // loom_torch (user_errors.cc) rewrites the parenthesis in PyTorch's words.
     return "; rank " + std::to_string(peer) + " (pid " + std::to_string(peerPid) +
-           ") is alive: its call failed or its communicator was aborted";
+           ") is still alive (its call failed, or it destroyed or aborted its communicator)";
   }
 
   std::string prefix() const {

@@ -12,6 +12,7 @@
 #include "base/function_ref.h"
 #include "base/log.h"
 #include "base/net/socket.h"
+#include "base/version.h"
 #include "bootstrap/env_job.h"
 #include "bootstrap/socket_bootstrap.h"
 #include "bootstrap/store.h"
@@ -24,6 +25,16 @@ using namespace loom;
 namespace {
 
 loomComm_t wrap(std::unique_ptr<Communicator> impl) { return api::registerComm(std::move(impl)); }
+
+// Which build a job runs, as NCCL's "NCCL version 2.x" line: once per process, at its first
+// init of any kind (a split or shrink has a parent, so it is never the first, but says so too).
+void announceVersion() {
+  static const bool announced = [] {
+    LOOM_INFO(INIT, "Loom version %s", versionString());
+    return true;
+  }();
+  (void)announced;
+}
 
 // Before anything is sized by nranks (finding 9 of issue 14: 2^28 used to grow 2 GB first).
 void checkRankArgs(int nranks, int rank) {
@@ -39,10 +50,10 @@ void checkRankArgs(int nranks, int rank) {
 
 // Host initialisation completes on the calling thread; inside a group it would wait for
 // ranks that the same thread only starts at GroupEnd.
-void rejectInGroup(const char* call) {
+// The message names no function: api::guarded puts the one that was called in front.
+void rejectInGroup() {
   if (group::active()) {
-    throwUsage(std::string(call) + " cannot be called between loomGroupStart and loomGroupEnd in this "
-               "release; initialise each rank from its own thread, or use loomCommInitAll");
+    throwUsage("cannot be called between loomGroupStart and loomGroupEnd in this release; initialise each rank from its own thread, or use loomCommInitAll");
   }
 }
 
@@ -81,9 +92,10 @@ loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, int ra
   bool pending = false;
   const loomResult_t result = api::guarded(function, [&] {
     if (comm == nullptr) throwArgument("comm is NULL");
-    rejectInGroup(function);
+    rejectInGroup();
     *comm = nullptr;
     checkRankArgs(nranks, rank);
+    announceVersion();
     CommSettings settings = resolveSettings(config);
     if (settings.blocking) {
       *comm = wrap(make(std::move(settings), Communicator::Connect::Now));
@@ -161,6 +173,7 @@ loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/
   return api::guarded("loomCommInitAll", [&] {
     if (comms == nullptr) throwArgument("comms is NULL");
     if (ndev < 1 || ndev > 1024) throwArgument("ndev " + std::to_string(ndev) + " must be in [1, 1024]");
+    announceVersion();
     const loomUniqueId id = startRootServer(nullptr, nullptr);
     const CommSettings settings = resolveSettings(nullptr);
     std::vector<std::unique_ptr<Communicator>> made(ndev);
@@ -180,6 +193,7 @@ loomResult_t loomCommInitFromEnv(loomComm_t* comm) {
     const EnvJob job = readEnvJob();
     const UniqueIdContents contents = envUniqueId(job);
     log::setThreadRank(job.rank);
+    announceVersion();
     // Rank 0 hosts the rendezvous at the agreed address; the others retry until it is up.
     if (job.rank == 0) startRootServer(&contents.rootAddress, &contents.secret);
     LOOM_INFO(INIT, "loomCommInitFromEnv: %s rank %d of %d, root %s", job.launcher.c_str(), job.rank,
@@ -194,7 +208,8 @@ loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newc
     auto parent = api::checkedComm(comm);
     if (newcomm == nullptr) throwArgument("newcomm is NULL");
     *newcomm = nullptr;
-    rejectInGroup("loomCommSplit");
+    rejectInGroup();
+    announceVersion();
     if (color < 0 && color != LOOM_SPLIT_NOCOLOR) {
       throwArgument("color " + std::to_string(color) + " must be >= 0 or LOOM_SPLIT_NOCOLOR");
     }
@@ -210,7 +225,8 @@ loomResult_t loomCommShrink(loomComm_t comm, int* excludeRanksList, int excludeR
     auto parent = api::checkedComm(comm);
     if (newcomm == nullptr) throwArgument("newcomm is NULL");
     *newcomm = nullptr;
-    rejectInGroup("loomCommShrink");
+    rejectInGroup();
+    announceVersion();
     if (excludeRanksCount < 0 || excludeRanksCount >= parent->size()) {
       throwArgument("excludeRanksCount " + std::to_string(excludeRanksCount) + " must be in [0, " +
                     std::to_string(parent->size()) + ")");
@@ -242,7 +258,7 @@ loomResult_t loomCommFinalize(loomComm_t comm) {
   // streams (bounded by the communicator's timeout).
   return api::guarded("loomCommFinalize", [&] {
     auto impl = api::checkedComm(comm);
-    if (impl->revoked()) throwUsage("loomCommFinalize on a revoked communicator: destroy it instead");
+    if (impl->revoked()) throwUsage("the communicator was revoked (loomCommRevoke): destroy it instead");
     impl->waitForAsyncWork();
   });
 }

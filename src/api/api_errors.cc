@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Version, error strings and the last error.
 #include "api/api_internal.h"
+#include "base/version.h"
 #include "core/group.h"
 
 namespace loom::api {
@@ -33,6 +34,8 @@ loomResult_t loomGetVersion(int* version) {
     *version = LOOM_VERSION_CODE;
   });
 }
+
+const char* loomGetVersionString(void) { return versionString(); }
 
 const char* loomGetErrorString(loomResult_t result) {
   switch (result) {

@@ -31,6 +31,7 @@ enum class Knob {
   Debug,
   DebugSubsys,
   TimeoutMs,
+  InitReportMs,
   SocketIfname,
   HostId,
   Transport,

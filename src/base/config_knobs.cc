@@ -41,6 +41,10 @@ constexpr Entry kEntries[] = {
      .scope = Scope::Library, .min = 1, .max = kInt32Max, .defaultValue = "600000",
      .doc = "bound on every wait; a collective that makes no progress for this long fails, naming "
             "the peers it waited on"},
+    {.knob = Knob::InitReportMs, .name = "LOOM_INIT_REPORT_MS", .type = Type::Integer,
+     .scope = Scope::Library, .min = 1, .max = kInt32Max, .defaultValue = "30000",
+     .doc = "interval of the WARN lines while init waits for ranks (the root's rendezvous, or a "
+            "store's), naming the ranks that have arrived and those still missing"},
     {.knob = Knob::SocketIfname, .name = "LOOM_SOCKET_IFNAME", .type = Type::Text,
      .scope = Scope::Library,
      .format = "prefix list (`eth,ib`), `^` to exclude (`^docker,lo`), `=` for exact names "

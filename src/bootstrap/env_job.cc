@@ -75,7 +75,7 @@ EnvJob readEnvJob() {
   bool addressFromCommId = true;
   if (isSet(Knob::LoomRank) || isSet(Knob::LoomWorldSize)) {
     if (!isSet(Knob::LoomRank) || !isSet(Knob::LoomWorldSize) || !isSet(Knob::CommId)) {
-      throwArgument("loomCommInitFromEnv: LOOM_RANK, LOOM_WORLD_SIZE and LOOM_COMM_ID must all be set (as loomrun does)");
+      throwArgument("LOOM_RANK, LOOM_WORLD_SIZE and LOOM_COMM_ID must all be set (as loomrun does)");
     }
     job.launcher = "loomrun";
     job.rank = rankOrSize(Knob::LoomRank);
@@ -96,23 +96,23 @@ EnvJob readEnvJob() {
     job.launcher = "mpirun";
     job.rank = rankOrSize(Knob::OmpiRank);
     job.nranks = rankOrSize(Knob::OmpiSize);
-    if (!isSet(Knob::CommId)) throwArgument("loomCommInitFromEnv: under mpirun set LOOM_COMM_ID=host:port (the address rank 0 listens on), e.g. mpirun -x LOOM_COMM_ID=node0:29500");
+    if (!isSet(Knob::CommId)) throwArgument("under mpirun set LOOM_COMM_ID=host:port (the address rank 0 listens on), e.g. mpirun -x LOOM_COMM_ID=node0:29500");
   } else if (isSet(Knob::SlurmProcId) && isSet(Knob::SlurmNtasks)) {
     job.launcher = "slurm";
     job.rank = rankOrSize(Knob::SlurmProcId);
     job.nranks = rankOrSize(Knob::SlurmNtasks);
-    if (!isSet(Knob::CommId)) throwArgument("loomCommInitFromEnv: under Slurm set LOOM_COMM_ID=host:port (the address task 0 listens on)");
+    if (!isSet(Knob::CommId)) throwArgument("under Slurm set LOOM_COMM_ID=host:port (the address task 0 listens on)");
   } else {
-    throwArgument("loomCommInitFromEnv: no launcher environment found: expected LOOM_RANK/LOOM_WORLD_SIZE/LOOM_COMM_ID (loomrun), "
+    throwArgument("no launcher environment found: expected LOOM_RANK/LOOM_WORLD_SIZE/LOOM_COMM_ID (loomrun), "
                   "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun), OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE + LOOM_COMM_ID (mpirun) "
                   "or SLURM_PROCID/SLURM_NTASKS + LOOM_COMM_ID (srun)");
   }
   if (job.nranks > kMaxRanks) {
-    throwArgument("loomCommInitFromEnv (" + job.launcher + "): a world of size " + std::to_string(job.nranks) +
+    throwArgument("under " + job.launcher + ", a world of size " + std::to_string(job.nranks) +
                   " is too large: Loom serves at most " + std::to_string(kMaxRanks) + " ranks");
   }
   if (job.nranks < 1 || job.rank >= job.nranks) {
-    throwArgument("loomCommInitFromEnv (" + job.launcher + "): rank " + std::to_string(job.rank) +
+    throwArgument("under " + job.launcher + ", rank " + std::to_string(job.rank) +
                   " is not in a world of size " + std::to_string(job.nranks));
   }
   if (addressFromCommId) {

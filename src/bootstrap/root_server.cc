@@ -1,67 +1,89 @@
 // SPDX-License-Identifier: Apache-2.0
-// The root's rendezvous server (startRootServer) and the rank side of its protocol.
-#include "bootstrap/rendezvous.h"
-
+// The root's rendezvous server (startRootServer): collects every rank's hello, answers each
+// with the table of listener addresses, and leaves a tombstone on its port (root_tombstone.h)
+// that answers whoever comes later. While it waits it says every LOOM_INIT_REPORT_MS which
+// ranks have arrived and which are missing, and it gives up just before the first of its ranks
+// would (each hello says how long its rank waits), so that every rank's error names them too.
 #include <unistd.h>
 
-#include <cstdlib>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/net/auth.h"
+#include "base/rank_ranges.h"
+#include "bootstrap/rendezvous_wire.h"
+#include "bootstrap/root_registry.h"
+#include "bootstrap/root_tombstone.h"
 #include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
 
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x48524d4cu;  // "LMRH"
-constexpr uint32_t kReplyMagic = 0x52524d4cu;  // "LMRR"
-constexpr uint16_t kProtocolVersion = 1;
-constexpr size_t kRankHelloBytes = 16 + net::kWireAddressBytes;
-constexpr size_t kReplyHeaderBytes = 16;
-constexpr uint16_t kStatusOk = 0;
-constexpr uint16_t kStatusError = 1;    // the ranks disagree (usage error)
-constexpr uint16_t kStatusTimedOut = 2; // not every rank joined in time (system error)
-constexpr size_t kMaxErrorBytes = 4096;
-constexpr int kReplyTimeoutMs = 10000;
-// How long a refused connection to a root that was up (see UniqueIdContents::rootMayStartLate)
-// is retried: long enough to ride out a full accept queue, short enough to fail init promptly.
-constexpr int64_t kRefusedGraceMs = 1000;
+using rendezvous::RankHello;
+using rendezvous::Verdict;
+using Clock = std::chrono::steady_clock;
 
-// Serves the rendezvous of one communicator, then ends.
+constexpr int kReplyTimeoutMs = 10000;
+
+// How long before a rank's own deadline the root gives up for it: the reply must still reach it.
+int64_t replyMarginMs(int64_t waitMs) { return std::min<int64_t>(1000, waitMs / 4); }
+
+std::string secondsText(Clock::duration elapsed) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", std::chrono::duration<double>(elapsed).count());
+  return text;
+}
+
+// Serves the rendezvous of one communicator, then hands its listener to a tombstone.
 class RootServer {
  public:
-  RootServer(net::Socket listener, const Secret& secret, int64_t timeoutMs)
-      : listener_(std::move(listener)), secret_(secret), timeoutMs_(timeoutMs) {}
+  RootServer(rendezvous::HeldListener listener, uint16_t port, const Secret& secret, int64_t timeoutMs,
+             int64_t reportMs)
+      : listener_(std::move(listener)), port_(port), secret_(secret), timeoutMs_(timeoutMs), reportMs_(reportMs) {}
 
   void run(const std::atomic<bool>& stop) {
     stop_ = &stop;
-    const std::string where = "root server " + addressToString(net::boundAddress(listener_.fd()));
-    auth::AuthenticatingAcceptor acceptor(listener_.fd(), secret_, auth::Purpose::RootRendezvous,
-                                          kRankHelloBytes, where);
-    const auto deadline = net::Deadline::afterMs(timeoutMs_);
+    where_ = "root server " + addressToString(net::boundAddress(listener_.fd()));
+    auto acceptor = std::make_unique<auth::AuthenticatingAcceptor>(
+        listener_.fd(), secret_, auth::Purpose::RootRendezvous, rendezvous::kRankHelloBytes, where_);
+    const auto start = Clock::now();
+    const auto ownDeadline = net::Deadline::afterMs(timeoutMs_);
+    auto nextReport = net::Deadline::afterMs(reportMs_);
     for (;;) {
+      const net::Deadline giveUp = memberDeadline_ ? ownDeadline.earlier(*memberDeadline_) : ownDeadline;
       std::optional<auth::AuthenticatedPeer> peer;
       try {
-        peer = acceptor.next(deadline, &stop);
+        peer = acceptor->next(giveUp.earlier(nextReport), &stop);
       } catch (const Error& error) {
-        if (!stop.load()) LOOM_WARN(NET, "%s: %s", where.c_str(), error.what());
-        return;  // stopped at process exit, or the listener failed
+        if (!stop.load()) LOOM_WARN(NET, "%s: %s", where_.c_str(), error.what());
+        return;  // stopped at process exit, or the listener failed: no tombstone
       }
-      if (!peer) {
-        timedOut(where);
-        return;
+      if (peer) {
+        if (admit(std::move(*peer))) break;
+        continue;
       }
-      if (admit(std::move(*peer), where)) return;
+      if (giveUp.expired()) {
+        timedOut(ownDeadline.expired());
+        break;
+      }
+      LOOM_WARN_ALWAYS(INIT, "%s: still waiting for ranks after %s: %s", where_.c_str(),
+                       secondsText(Clock::now() - start).c_str(), arrivals().c_str());
+      nextReport = net::Deadline::afterMs(reportMs_);
     }
+    // The port goes to the tombstone before any rank learns the outcome: a rank that goes on
+    // to pin a new root to this address (LOOM_COMM_ID) finds it handed back (freePort).
+    rendezvous::RootRegistry::instance().bury(
+        port_, std::make_unique<rendezvous::Tombstone>(std::move(listener_), std::move(acceptor), verdict_, where_,
+                                                       port_));
+    for (auto& [member, reply] : outbox_) send(member, reply);
   }
 
  private:
@@ -70,180 +92,137 @@ class RootServer {
     std::string from;
   };
 
-  // Handles one authenticated hello; true when the server's work is over.
-  bool admit(auth::AuthenticatedPeer peer, const std::string& where) {
+  std::string arrivals() const {
+    if (expected_ == 0) return "no rank has arrived yet";
+    return arrivalSummary(verdict_.arrived);
+  }
+
+  // Handles one authenticated hello; true when the rendezvous is over.
+  bool admit(auth::AuthenticatedPeer peer) {
     Member member{std::move(peer.socket), std::move(peer.from)};
-    const uint8_t* hello = peer.hello.data();
-    if (net::getU32(hello) != kHelloMagic || net::getU16(hello + 4) != kProtocolVersion) {
-      LOOM_WARN(NET, "%s: dropping %s: bad rendezvous hello (magic/version)", where.c_str(),
-                member.from.c_str());
-      reply(member, kStatusError, "rendezvous protocol mismatch (magic/version)");
+    std::string why;
+    const std::optional<RankHello> hello = rendezvous::decodeRankHello(peer.hello.data(), &why);
+    if (!hello) {
+      LOOM_WARN(NET, "%s: dropping %s: %s", where_.c_str(), member.from.c_str(), why.c_str());
+      send(member, rendezvous::encodeReply(rendezvous::kStatusError, expected_, why));
       return false;
     }
-    const int nranks = static_cast<int>(net::getU32(hello + 8));
-    const int rank = static_cast<int>(net::getU32(hello + 12));
-    sockaddr_storage address{};
-    try {
-      address = net::decodeWireAddress(hello + 16, "listener address");
-    } catch (const Error& error) {
-      reply(member, kStatusError, error.what());
-      return false;
-    }
+    const int nranks = hello->nranks, rank = hello->rank;
     if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
-      reply(member, kStatusError,
-            "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " is out of range");
+      send(member, rendezvous::encodeReply(rendezvous::kStatusError, expected_,
+                                           "rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+                                               " is out of range"));
       return false;
     }
-    LOOM_TRACE(NET, "%s: rank %d/%d joined from %s", where.c_str(), rank, nranks,
-               member.from.c_str());
-    ++answered_;
+    LOOM_TRACE(NET, "%s: rank %d/%d joined from %s", where_.c_str(), rank, nranks, member.from.c_str());
     if (expected_ == 0) {
       expected_ = nranks;
       firstRank_ = rank;
+      verdict_.nranks = nranks;
+      verdict_.arrived.assign(static_cast<size_t>(nranks), false);
     }
-    if (failure_.empty()) {
-      if (nranks != expected_) {
-        failure_ = "nranks mismatch: rank " + std::to_string(rank) +
-                   " says nranks=" + std::to_string(nranks) + " but rank " +
-                   std::to_string(firstRank_) + " says nranks=" + std::to_string(expected_);
-      } else if (members_.count(rank) != 0) {
-        failure_ = "rank " + std::to_string(rank) + " joined twice (from " + members_[rank].from +
-                   " and " + member.from + ")";
+    std::string failure;
+    if (nranks != expected_) {
+      failure = "nranks mismatch: rank " + std::to_string(rank) + " says nranks=" + std::to_string(nranks) +
+                " but rank " + std::to_string(firstRank_) + " says nranks=" + std::to_string(expected_);
+    } else if (members_.count(rank) != 0) {
+      failure = "rank " + std::to_string(rank) + " joined twice (from " + members_[rank].from + " and " +
+                member.from + ")";
+    }
+    if (!failure.empty()) {
+      // Every rank here learns why, and so does every rank that comes later (the tombstone).
+      LOOM_WARN(NET, "%s: %s; failing the communicator", where_.c_str(), failure.c_str());
+      verdict_.outcome = Verdict::Outcome::Refused;
+      verdict_.reason = failure;
+      const std::vector<uint8_t> reply = rendezvous::encodeReply(rendezvous::kStatusError, expected_, failure);
+      for (auto& [otherRank, other] : members_) outbox_.emplace_back(std::move(other), reply);
+      outbox_.emplace_back(std::move(member), reply);
+      return true;
+    }
+    if (hello->waitMs > 0) {
+      const int64_t waitMs = hello->waitMs;
+      const auto deadline = net::Deadline::afterMs(waitMs - replyMarginMs(waitMs));
+      if (!memberDeadline_ || deadline.remainingMs() < memberDeadline_->remainingMs()) {
+        memberDeadline_ = deadline;
+        earliestRank_ = rank;
+        earliestWaitMs_ = waitMs;
       }
-      if (!failure_.empty()) {
-        LOOM_WARN(NET, "%s: %s; failing the communicator", where.c_str(), failure_.c_str());
-        for (auto& [otherRank, other] : members_) reply(other, kStatusError, failure_);
-        members_.clear();
-      }
     }
-    if (!failure_.empty()) {
-      // Every rank that still arrives learns why, until all expected ranks were answered.
-      const bool over = answered_ >= expected_;
-      if (over) listener_.reset();
-      reply(member, kStatusError, failure_);
-      return over;
-    }
+    verdict_.arrived[static_cast<size_t>(rank)] = true;
+    addresses_[rank] = hello->listener;
     members_[rank] = std::move(member);
-    addresses_[rank] = address;
     if (static_cast<int>(members_.size()) < expected_) return false;
-    // Close the port before anyone learns the table, so a rank that goes on to pin a new root
-    // to the same address (LOOM_COMM_ID) finds it free.
-    listener_.reset();
     std::vector<uint8_t> table(net::kWireAddressBytes * expected_);
     for (int r = 0; r < expected_; ++r) {
       net::encodeWireAddress(addresses_[r], table.data() + r * net::kWireAddressBytes);
     }
-    for (auto& [memberRank, each] : members_) reply(each, kStatusOk, table);
-    LOOM_INFO(NET, "%s: all %d ranks joined; address table sent", where.c_str(), expected_);
+    verdict_.outcome = Verdict::Outcome::Formed;
+    const std::vector<uint8_t> reply = rendezvous::encodeReply(rendezvous::kStatusOk, expected_, table);
+    for (auto& [memberRank, each] : members_) outbox_.emplace_back(std::move(each), reply);
+    LOOM_INFO(NET, "%s: all %d ranks joined; address table sent", where_.c_str(), expected_);
     return true;
   }
 
-  void timedOut(const std::string& where) {
-    std::string missing;
-    for (int r = 0; r < expected_ && missing.size() < 200; ++r) {
-      if (members_.count(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    }
-    std::string message = "the root timed out after " + std::to_string(timeoutMs_) +
-                          " ms waiting for ranks" +
-                          (missing.empty() ? "" : " (missing: " + missing + ")");
-    LOOM_WARN(NET, "%s: %s", where.c_str(), message.c_str());
-    for (auto& [rank, member] : members_) reply(member, kStatusTimedOut, message);
+  // Given up before every rank came: each member is told which ranks arrived and which did not.
+  void timedOut(bool ownTimeout) {
+    const std::string why =
+        ownTimeout || earliestRank_ < 0
+            ? "timed out after " + std::to_string(timeoutMs_) + " ms waiting for ranks (the root's LOOM_TIMEOUT_MS)"
+            : "timed out waiting for ranks before rank " + std::to_string(earliestRank_) + "'s timeout ran out (it " +
+                  "waits " + std::to_string(earliestWaitMs_) + " ms from its arrival)";
+    verdict_.outcome = Verdict::Outcome::TimedOut;
+    verdict_.reason = why + ": " + arrivals() + "; is every rank running, with the same id and nranks?";
+    LOOM_WARN(NET, "%s: %s", where_.c_str(), verdict_.reason.c_str());
+    const std::vector<uint8_t> reply =
+        rendezvous::encodeReply(rendezvous::kStatusTimedOut, expected_, verdict_.reason);
+    for (auto& [rank, member] : members_) outbox_.emplace_back(std::move(member), reply);
   }
 
-  void reply(Member& member, uint16_t status, const std::string& text) {
-    std::vector<uint8_t> payload(text.begin(),
-                                 text.begin() + std::min(text.size(), kMaxErrorBytes));
-    reply(member, status, payload);
-  }
-
-  void reply(Member& member, uint16_t status, const std::vector<uint8_t>& payload) {
-    uint8_t header[kReplyHeaderBytes] = {};
-    net::putU32(header, kReplyMagic);
-    net::putU16(header + 4, kProtocolVersion);
-    net::putU16(header + 6, status);
-    net::putU32(header + 8, static_cast<uint32_t>(expected_));
-    net::putU32(header + 12, static_cast<uint32_t>(payload.size()));
+  void send(Member& member, const std::vector<uint8_t>& reply) {
     try {
-      auto deadline = net::Deadline::afterMs(kReplyTimeoutMs);
-      net::writeFully(member.socket.fd(), header, sizeof(header), deadline, stop_, "root reply");
-      net::writeFully(member.socket.fd(), payload.data(), payload.size(), deadline, stop_,
+      net::writeFully(member.socket.fd(), reply.data(), reply.size(), net::Deadline::afterMs(kReplyTimeoutMs), stop_,
                       "root reply");
     } catch (const Error& error) {
-      LOOM_WARN(NET, "root server: could not answer %s: %s", member.from.c_str(), error.what());
+      LOOM_WARN(NET, "%s: could not answer %s: %s", where_.c_str(), member.from.c_str(), error.what());
     }
     member.socket.reset();
   }
 
-  net::Socket listener_;
+  rendezvous::HeldListener listener_;
+  uint16_t port_;
   const std::atomic<bool>* stop_ = nullptr;  // set at process exit
   Secret secret_;
   int64_t timeoutMs_;
+  int64_t reportMs_;
+  std::string where_;
   int expected_ = 0;  // nranks, from the first hello
   int firstRank_ = -1;
-  int answered_ = 0;
-  std::string failure_;
+  std::optional<net::Deadline> memberDeadline_;  // the earliest member's, less the reply's margin
+  int earliestRank_ = -1;
+  int64_t earliestWaitMs_ = 0;
+  Verdict verdict_;
   std::map<int, Member> members_;
   std::map<int, sockaddr_storage> addresses_;
+  std::vector<std::pair<Member, std::vector<uint8_t>>> outbox_;  // sent once the port is buried
 };
 
-// Owns every root server thread of the process: finished ones are joined when the next one
-// starts, the rest are told to stop and joined at exit.
-class RootServerRegistry {
- public:
-  static RootServerRegistry& instance() {
-    static RootServerRegistry registry;
-    return registry;
+// The listener for a new root. A port of this process is handed back first (a LOOM_COMM_ID
+// reused by the next communicator); one that another process holds is a clear error.
+net::Socket listenAt(const sockaddr_storage& address, bool pinned) {
+  if (pinned && net::portOf(address) != 0) {
+    rendezvous::RootRegistry::instance().freePort(net::portOf(address), addressToString(address));
   }
-
-  void start(std::function<void(const std::atomic<bool>&)> body) {
-    std::lock_guard lock(mutex_);
-    forgetInheritedThreads();
-    for (size_t i = entries_.size(); i-- > 0;) {
-      if (entries_[i].finished->load()) {
-        entries_[i].thread->join();
-        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
-      }
-    }
-    auto finished = std::make_shared<std::atomic<bool>>(false);
-    auto thread = std::make_unique<std::thread>([this, body = std::move(body), finished] {
-      try {
-        body(stop_);
-      } catch (const std::exception& error) {
-        LOOM_WARN(NET, "root server failed: %s", error.what());
-      }
-      finished->store(true);
-    });
-    entries_.push_back({std::move(thread), std::move(finished)});
+  try {
+    return net::openListener(address);
+  } catch (const Error& error) {
+    if (!pinned || error.code() != loomSystemError || std::strstr(error.what(), "in use") == nullptr) throw;
+    throw Error(loomSystemError,
+                "the root cannot listen at " + addressToString(address) + ": the address is in use, by another " +
+                    "job's root, by the root of an earlier communicator whose process still runs (it answers " +
+                    "late ranks there while it lives), or by another program. Pick another port (LOOM_COMM_ID, " +
+                    "MASTER_PORT) or end that process (" + error.what() + ")");
   }
-
-  ~RootServerRegistry() {
-    std::lock_guard lock(mutex_);
-    forgetInheritedThreads();
-    stop_.store(true);
-    for (auto& entry : entries_) entry.thread->join();
-  }
-
- private:
-  RootServerRegistry() = default;
-
-  // A forked child inherits these objects but not the threads: joining one could hang, so the
-  // child leaks the handles instead.
-  void forgetInheritedThreads() {
-    if (getpid() == owner_) return;
-    for (auto& entry : entries_) (void)entry.thread.release();
-    entries_.clear();
-    owner_ = getpid();
-  }
-
-  struct Entry {
-    std::unique_ptr<std::thread> thread;
-    std::shared_ptr<std::atomic<bool>> finished;
-  };
-  std::mutex mutex_;
-  std::vector<Entry> entries_;
-  std::atomic<bool> stop_{false};
-  pid_t owner_ = getpid();
-};
+}
 
 }  // namespace
 
@@ -251,6 +230,7 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
   // Read first, so a malformed value fails before anything listens; the error is the one
   // resolveSettings gives for it.
   const int64_t timeoutMs = config::integer(config::Knob::TimeoutMs);
+  const int64_t reportMs = config::integer(config::Knob::InitReportMs);
   sockaddr_storage bindAddress{};
   if (pinned != nullptr) {
     bindAddress = *pinned;
@@ -262,13 +242,14 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
                 "(or LOOM_COMM_ID) set");
     }
   }
-  net::Socket listener = net::openListener(bindAddress);
+  rendezvous::HeldListener listener(listenAt(bindAddress, pinned != nullptr));
   UniqueIdContents contents;
   contents.rootAddress = net::boundAddress(listener.fd());
+  const uint16_t port = net::portOf(contents.rootAddress);
   if (net::isWildcard(contents.rootAddress)) {
     // Listening on every interface; advertise one the ranks can reach.
     sockaddr_storage advertised = net::chooseLocalAddress(nullptr);
-    net::setPort(advertised, net::portOf(contents.rootAddress));
+    net::setPort(advertised, port);
     contents.rootAddress = advertised;
   }
   if (pinnedSecret != nullptr) {
@@ -282,86 +263,9 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
   }
   loomUniqueId id = encodeUniqueId(contents);
   LOOM_INFO(NET, "root server listening on %s", addressToString(contents.rootAddress).c_str());
-  auto server =
-      std::make_shared<RootServer>(std::move(listener), contents.secret, timeoutMs);
-  RootServerRegistry::instance().start(
-      [server](const std::atomic<bool>& stop) { server->run(stop); });
+  auto server = std::make_shared<RootServer>(std::move(listener), port, contents.secret, timeoutMs, reportMs);
+  rendezvous::RootRegistry::instance().startServer(port, [server](const std::atomic<bool>& stop) { server->run(stop); });
   return id;
 }
-
-namespace rendezvous {
-
-std::vector<sockaddr_storage> exchangeWithRoot(const UniqueIdContents& id, int rank, int nranks,
-                                               const sockaddr_storage& listener,
-                                               const BootstrapOptions& options,
-                                               net::Deadline deadline, const std::string& who) {
-  const std::string root = "the root at " + addressToString(id.rootAddress);
-  const std::string connecting = who + ": bootstrap connect to the root";
-  net::Socket sock;
-  if (id.rootMayStartLate) {
-    sock = net::connectWithRetry(id.rootAddress, deadline, options.timeoutMs, options.abortFlag,
-                                 connecting);
-  } else {
-    std::optional<net::Socket> connected =
-        net::connectUnlessRefused(id.rootAddress, deadline, kRefusedGraceMs, options.timeoutMs,
-                                  options.abortFlag, connecting);
-    if (!connected) {
-      // The root closes its port once every rank of its communicator has joined (or its
-      // process ended): whoever comes later would otherwise retry until the timeout.
-      throwUsage(who + ": " + root + " no longer accepts ranks (connection refused for " +
-                 std::to_string(kRefusedGraceMs) +
-                 " ms): the communicator of this uniqueId has already formed with the nranks "
-                 "its first ranks declared, or has ended, or the root's process exited (or a "
-                 "firewall rejects the port). A uniqueId serves one communicator; get a new one "
-                 "(loomGetUniqueId) per job");
-    }
-    sock = std::move(*connected);
-  }
-  auth::authenticateClient(sock.fd(), id.secret, auth::Purpose::RootRendezvous, deadline,
-                           options.abortFlag, who + ": " + root);
-  uint8_t hello[kRankHelloBytes] = {};
-  net::putU32(hello, kHelloMagic);
-  net::putU16(hello + 4, kProtocolVersion);
-  net::putU32(hello + 8, static_cast<uint32_t>(nranks));
-  net::putU32(hello + 12, static_cast<uint32_t>(rank));
-  net::encodeWireAddress(listener, hello + 16);
-  const std::string context = who + ": rendezvous with " + root;
-  net::writeFully(sock.fd(), hello, sizeof(hello), deadline, options.abortFlag, context);
-
-  // The root answers once every rank has joined: this is the long wait of initialisation.
-  uint8_t header[kReplyHeaderBytes];
-  net::readFully(sock.fd(), header, sizeof(header), deadline, options.abortFlag,
-                 context + " (waiting for all " + std::to_string(nranks) + " ranks)");
-  const uint16_t status = net::getU16(header + 6);
-  const uint32_t payloadBytes = net::getU32(header + 12);
-  if (net::getU32(header) != kReplyMagic || net::getU16(header + 4) != kProtocolVersion ||
-      (status != kStatusOk && status != kStatusError && status != kStatusTimedOut)) {
-    throwRemote(context + ": malformed reply header");
-  }
-  if (status != kStatusOk) {
-    if (payloadBytes > kMaxErrorBytes) throwRemote(context + ": oversized error reply");
-    std::string message(payloadBytes, '\0');
-    net::readFully(sock.fd(), message.data(), payloadBytes, deadline, options.abortFlag, context);
-    throw Error(status == kStatusTimedOut ? loomSystemError : loomInvalidUsage,
-                who + ": the root refused the communicator: " + message);
-  }
-  if (net::getU32(header + 8) != static_cast<uint32_t>(nranks) ||
-      payloadBytes != net::kWireAddressBytes * static_cast<size_t>(nranks)) {
-    throwRemote(context + ": address table of the wrong size");
-  }
-  std::vector<uint8_t> table(payloadBytes);
-  net::readFully(sock.fd(), table.data(), table.size(), deadline, options.abortFlag, context);
-  std::vector<sockaddr_storage> addresses(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    try {
-      addresses[r] = net::decodeWireAddress(table.data() + r * net::kWireAddressBytes, "table");
-    } catch (const Error& error) {
-      throwRemote(context + ": bad address of rank " + std::to_string(r) + ": " + error.what());
-    }
-  }
-  return addresses;
-}
-
-}  // namespace rendezvous
 
 }  // namespace loom

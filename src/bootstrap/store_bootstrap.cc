@@ -2,14 +2,17 @@
 #include "bootstrap/store_bootstrap.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/host_identity.h"
 #include "base/log.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
+#include "base/rank_ranges.h"
 
 namespace loom {
 
@@ -20,13 +23,21 @@ constexpr size_t kSecretRecordBytes = 8 + sizeof(Secret);  // magic u32 | nranks
 
 // A store wait is cut into slices so that loomCommAbort stops a non-blocking init within one.
 constexpr int kGetSliceMs = 1000;
+// Up to this many ranks every rank looks up who has arrived (one get per rank not seen yet, at
+// each report and at the timeout); above it only rank 0 does, so that a large job does not load
+// its store with every rank's look-ups, and the others say how many have joined.
+constexpr int kProbedRanks = 256;
 
 class StoreRendezvous {
  public:
   StoreRendezvous(Store& store, const std::string& keyPrefix, int rank, int nranks, const BootstrapOptions& options)
       : store_(store), base_(keyPrefix + "loom/"), rank_(rank), nranks_(nranks), options_(options),
-        deadline_(net::Deadline::afterMs(options.timeoutMs)) {
+        deadline_(net::Deadline::afterMs(options.timeoutMs)),
+        reportMs_(config::integer(config::Knob::InitReportMs)),
+        start_(std::chrono::steady_clock::now()),
+        seen_(static_cast<size_t>(nranks), false) {
     who_ = (options.commName.empty() ? "" : "[" + options.commName + "] ") + "rank " + std::to_string(rank);
+    seen_[static_cast<size_t>(rank)] = true;
   }
 
   // Refuses a prefix that an earlier communicator used: its records would be read as ours.
@@ -39,6 +50,14 @@ class StoreRendezvous {
     }
   }
 
+  // A rank's host key is its first: its presence says the rank has arrived (while waiting, the
+  // reports and the timeout name who has and who has not).
+  void publishHost() {
+    std::vector<uint8_t> mine(8);
+    net::putU64(mine.data(), hostHash());
+    store_.set(base_ + "host/" + std::to_string(rank_), mine);
+  }
+
   Secret agreeOnSecret() {
     if (rank_ == 0) {
       const Secret secret = randomSecret();
@@ -49,7 +68,7 @@ class StoreRendezvous {
       store_.set(base_ + "secret", record);
       return secret;
     }
-    const std::vector<uint8_t> record = wait("secret", "rank 0's secret");
+    const std::vector<uint8_t> record = wait("secret", "rank 0's secret", 0);
     if (record.size() != kSecretRecordBytes || net::getU32(record.data()) != kSecretMagic) {
       throwUsage(who_ + ": store key '" + base_ + "secret' holds " + std::to_string(record.size()) +
                  " bytes that are not rank 0's record: the prefix is in use by something else");
@@ -66,13 +85,12 @@ class StoreRendezvous {
 
   // Loopback when every rank runs on this host; else an interface other hosts can reach.
   sockaddr_storage chooseListenAddress() {
-    std::vector<uint8_t> mine(8);
-    net::putU64(mine.data(), hostHash());
-    store_.set(base_ + "host/" + std::to_string(rank_), mine);
     bool oneHost = true;
     for (int peer = 0; peer < nranks_; ++peer) {
       if (peer == rank_) continue;
-      const std::vector<uint8_t> theirs = wait("host/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s host");
+      const std::vector<uint8_t> theirs =
+          wait("host/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s host", peer);
+      seen_[static_cast<size_t>(peer)] = true;
       if (theirs.size() != 8) throwUsage(who_ + ": store key '" + base_ + "host/" + std::to_string(peer) + "' is malformed");
       oneHost = oneHost && net::getU64(theirs.data()) == hostHash();
     }
@@ -88,7 +106,7 @@ class StoreRendezvous {
     for (int peer = 0; peer < nranks_; ++peer) {
       if (peer == rank_) continue;
       const std::vector<uint8_t> theirs =
-          wait("addr/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s address");
+          wait("addr/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s address", peer);
       if (theirs.size() != sizeof(sockaddr_storage)) {
         throwUsage(who_ + ": store key '" + base_ + "addr/" + std::to_string(peer) + "' is malformed");
       }
@@ -100,20 +118,68 @@ class StoreRendezvous {
  private:
   std::string prefix() const { return base_.substr(0, base_.size() - 5); }
 
-  std::vector<uint8_t> wait(const std::string& key, const std::string& what) {
+  // `peer`: the rank that publishes `key`.
+  std::vector<uint8_t> wait(const std::string& key, const std::string& what, int peer) {
+    auto nextReport = net::Deadline::afterMs(reportMs_);
     for (;;) {
       net::checkAbort(options_.abortFlag, who_ + ": waiting in the store for " + what);
       const int64_t left = deadline_.remainingMs();
       if (left <= 0) {
+        const std::string present = arrivals();
+        // A rank that arrived (its host key is there) and stopped: its own init failed.
+        const std::string hint = seen_[static_cast<size_t>(peer)]
+                                     ? "; rank " + std::to_string(peer) + " arrived but went no further: did its "
+                                       "init fail (its nranks, or a setting the ranks disagree on)?"
+                                     : "; is every rank running, with the same store and key prefix?";
         throwSystem(who_ + ": store rendezvous timed out after " + std::to_string(options_.timeoutMs) +
-                        " ms waiting for " + what + " (key '" + base_ + key + "'): is every rank running, with the same "
-                        "store and key prefix?",
+                        " ms waiting for " + what + " (key '" + base_ + key + "'): " + present + hint,
                     ETIMEDOUT);
       }
-      if (auto value = store_.get(base_ + key, static_cast<int>(std::min<int64_t>(left, kGetSliceMs)))) {
-        return std::move(*value);
+      const int64_t slice = std::min<int64_t>({left, kGetSliceMs, std::max<int64_t>(nextReport.remainingMs(), 1)});
+      if (auto value = store_.get(base_ + key, static_cast<int>(slice))) return std::move(*value);
+      if (nextReport.expired()) {
+        report(what);
+        nextReport = net::Deadline::afterMs(reportMs_);
       }
     }
+  }
+
+  // Every LOOM_INIT_REPORT_MS of waiting. Rank 0's line is always printed: one per job says
+  // who is missing; the others' with LOOM_DEBUG=WARN.
+  void report(const std::string& what) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string line = arrivals();
+    if (rank_ == 0) {
+      LOOM_WARN_ALWAYS(INIT, "%s: still waiting in the store for %s after %.1f s: %s", who_.c_str(), what.c_str(),
+                       waited, line.c_str());
+    } else {
+      LOOM_WARN(INIT, "%s: still waiting in the store for %s after %.1f s: %s", who_.c_str(), what.c_str(), waited,
+                line.c_str());
+    }
+  }
+
+  // Who has published a host key (arrived) and who has not, looked up without waiting (a get
+  // with no time to wait); a rank once seen is not looked up again. Above kProbedRanks only
+  // rank 0 looks: the others count the ranks that have joined.
+  std::string arrivals() {
+    try {
+      return lookUpArrivals();
+    } catch (const Error& error) {
+      return std::string("(who has arrived is unknown: ") + error.what() + ")";
+    }
+  }
+
+  std::string lookUpArrivals() {
+    if (nranks_ > kProbedRanks && rank_ != 0) {
+      return std::to_string(store_.add(base_ + "joined", 0)) + " of " + std::to_string(nranks_) +
+             " ranks have joined (rank 0's reports name them)";
+    }
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (!seen_[static_cast<size_t>(peer)] && store_.get(base_ + "host/" + std::to_string(peer), 0)) {
+        seen_[static_cast<size_t>(peer)] = true;
+      }
+    }
+    return arrivalSummary(seen_);
   }
 
   Store& store_;
@@ -122,6 +188,9 @@ class StoreRendezvous {
   int nranks_;
   BootstrapOptions options_;
   net::Deadline deadline_;
+  int64_t reportMs_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<bool> seen_;  // ranks whose host key this rank has seen
   std::string who_;
 };
 
@@ -131,6 +200,7 @@ std::unique_ptr<Bootstrap> createStoreBootstrap(Store& store, const std::string&
                                                 const BootstrapOptions& options) {
   StoreRendezvous rendezvous(store, keyPrefix, rank, nranks, options);
   rendezvous.join();
+  rendezvous.publishHost();
   const Secret secret = rendezvous.agreeOnSecret();
   const sockaddr_storage local = rendezvous.chooseListenAddress();
   LOOM_TRACE(NET, "rank %d: store rendezvous under '%sloom/', listening on %s", rank, keyPrefix.c_str(),

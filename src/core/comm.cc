@@ -97,13 +97,18 @@ void Communicator::waitForTurn(uint64_t ticket, const algo::CallSpec& call) {
   const std::string message = "rank " + std::to_string(rank_) + ": " + algo::collectiveName(call.collective) +
                               " timed out after " + std::to_string(settings_.timeoutMs) +
                               " ms waiting for earlier calls on this communicator";
-  errors_.record(loomSystemError, message);
+  errors_.record(loomSystemError, message, algo::collectiveName(call.collective));
   throw Error(loomSystemError, message);
 }
 
 uint64_t Communicator::nextSerial() {
   static std::atomic<uint64_t> serials{0};
   return serials.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+std::string Communicator::callName(const algo::CallSpec& call) {
+  return std::string(algo::collectiveName(call.collective)) + " #" + std::to_string(call.sequence) + " (" +
+         std::to_string(call.count) + " x " + typeName(call.type) + ")";
 }
 
 std::string Communicator::describeCall(const algo::CallSpec& call) const {
@@ -123,7 +128,7 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
   try {
     execute(call);
   } catch (...) {
-    recordFailure();
+    recordFailure(callName(call));
   }
   if (settings_.checkLevel >= 2) checkFinite(call, badInput);
 }
@@ -148,28 +153,28 @@ Communicator::TurnGuard::~TurnGuard() {
   if (holds_) comm_.order_.endTurn(ticket_);
 }
 
-void Communicator::refuseIfFailed() const {
+void Communicator::refuseIfFailed() {
   if (!errors_.failed()) return;
-  std::string earlier;
-  const loomResult_t failed = errors_.asyncError(&earlier);
-  throw Error(failed, "rank " + std::to_string(rank_) + ": communicator is unusable after an earlier error: " + earlier);
+  auto [code, message] = errors_.refusal("rank " + std::to_string(rank_), name_);
+  throw Error(code, std::move(message));
 }
 
 // A failure leaves connections holding half a message: peers learn of it from a failure report
 // (socket frame, shm slot) or by EOF, and the communicator is unusable from here on. Called
-// from the catch blocks of run() and runPeerOps(), with the exception in flight.
-void Communicator::recordFailure() {
+// from the catch blocks of run() and runPeerOps(), with the exception in flight; `failedCall`
+// names the call for the refusals of later calls (refuseIfFailed).
+void Communicator::recordFailure(const std::string& failedCall) {
   try {
     throw;
   } catch (const Error& error) {
     links_->failAll(error.code(), error.what());
     if (revoked()) throw;  // stopped on purpose: not an error of the communicator
-    errors_.record(error.code(), error.what());
+    errors_.record(error.code(), error.what(), failedCall);
     throw;
   } catch (const std::exception& error) {
     links_->failAll(loomInternalError, error.what());
     if (revoked()) throw;
-    errors_.record(loomInternalError, error.what());
+    errors_.record(loomInternalError, error.what(), failedCall);
     throw;
   }
 }

@@ -70,8 +70,9 @@ class Communicator {
   uint64_t takeTicket() { return order_.ticketInStep(); }
   void endIssue() { order_.endIssue(); }
   // Runs one call to completion on the calling thread. After a failure the communicator is
-  // unusable (its connections may hold half a message): every later call fails with the first
-  // error, which loomCommGetAsyncError also reports.
+  // unusable (its connections may hold half a message): every later call is refused with the
+  // first error's code and a message naming the call that failed (ErrorState::refusal);
+  // loomCommGetAsyncError reports that code.
   void run(const algo::CallSpec& call, uint64_t ticket);
   // Runs a batch of sends and receives (algo::Collective::Send/Recv, validated) as one unit in
   // one turn: every peer's messages progress at once (core/peer_ops.cc).
@@ -100,7 +101,9 @@ class Communicator {
 
   // The first error of any call, sticky, as loomCommGetAsyncError reports it; loomInProgress
   // while a revoked communicator still runs a call.
-  void recordAsyncError(loomResult_t code, const std::string& message) { errors_.record(code, message); }
+  void recordAsyncError(loomResult_t code, const std::string& message, const std::string& failedCall = "") {
+    errors_.record(code, message, failedCall);
+  }
   loomResult_t asyncError(std::string* message = nullptr) const { return errors_.asyncError(message); }
 
  private:
@@ -118,8 +121,12 @@ class Communicator {
     bool holds_ = false;
   };
   void waitForTurn(uint64_t ticket, const algo::CallSpec& call);
-  void refuseIfFailed() const;
-  [[noreturn]] void recordFailure();  // inside a catch block: tell the peers, record, rethrow
+  // After a failure: throws the refusal that names the failed call (ErrorState::refusal).
+  void refuseIfFailed();
+  // Inside a catch block: tell the peers, record (naming `failedCall`), rethrow.
+  [[noreturn]] void recordFailure(const std::string& failedCall);
+  // "allreduce #2 (10 x float32)": a call as a later call's refusal names it.
+  static std::string callName(const algo::CallSpec& call);
   // What the executor needs of this communicator to run one schedule.
   void fillContext(algo::ExecutionContext& context, FunctionRef<std::string()> operation, size_t messageBytes) const;
   void execute(const algo::CallSpec& call);  // call.sequence is set

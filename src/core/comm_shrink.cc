@@ -79,12 +79,11 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   std::set<int> excludedSet;
   for (int r : excludedList) {
     if (r < 0 || r >= nranks_) {
-      throwArgument(who + ": loomCommShrink: excluded rank " + std::to_string(r) + " is not in [0, " +
+      throwArgument(who + ": excluded rank " + std::to_string(r) + " is not in [0, " +
                     std::to_string(nranks_) + ")");
     }
     if (r == rank_) {
-      throwArgument(who + ": loomCommShrink: the calling rank is in the exclude list (excluded ranks do not call "
-                          "loomCommShrink)");
+      throwArgument(who + ": the calling rank is in the exclude list (excluded ranks do not call it)");
     }
     excludedSet.insert(r);
   }
@@ -133,7 +132,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     for (int survivor : survivors) {
       if (survivor == rank_) continue;
       if (listeners.size() != static_cast<size_t>(nranks_)) {
-        throwUsage(who + ": loomCommShrink needs the socket bootstrap");
+        throwUsage(who + ": shrinking needs the socket bootstrap");
       }
       const std::string what = who + ": shrink offer to rank " + std::to_string(survivor);
       net::Socket socket = net::connectWithRetry(listeners[survivor], deadline, settings_.timeoutMs,
@@ -145,14 +144,14 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
       net::writeFully(socket.fd(), record, sizeof(record), deadline, errors_.bootstrapStopFlag(), what);
     }
   } else {
-    if (bootstrap_->listenerFd() < 0) throwUsage(who + ": loomCommShrink needs the socket bootstrap");
+    if (bootstrap_->listenerFd() < 0) throwUsage(who + ": shrinking needs the socket bootstrap");
     auth::AuthenticatingAcceptor acceptor(bootstrap_->listenerFd(), parentSecret, auth::Purpose::Shrink,
                                           kOfferBytes, who + " shrink listener");
     std::optional<Offer> offer;
     while (!offer) {
       std::optional<auth::AuthenticatedPeer> peer = acceptor.next(deadline, errors_.bootstrapStopFlag());
       if (!peer) {
-        throwSystem(who + ": loomCommShrink: no offer from rank " + std::to_string(leader) +
+        throwSystem(who + ": no offer from rank " + std::to_string(leader) +
                         " (the first survivor) within " + std::to_string(settings_.timeoutMs) +
                         " ms; did every survivor call loomCommShrink with the same exclude list?",
                     ETIMEDOUT);
@@ -168,7 +167,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
         continue;
       }
       if (offer->from != leader || offer->epoch != epoch || offer->excludedDigest != excludedDigest) {
-        throwUsage(who + ": loomCommShrink: ranks disagree: this rank excludes " + listText(excluded) +
+        throwUsage(who + ": ranks disagree: this rank excludes " + listText(excluded) +
                    " (shrink #" + std::to_string(epoch) + ", leader rank " + std::to_string(leader) +
                    ") but rank " + std::to_string(offer->from) + " sent an offer for shrink #" +
                    std::to_string(offer->epoch) + " with a different exclude list or leader");

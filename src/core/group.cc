@@ -225,7 +225,7 @@ bool endOnOneTarget(const std::vector<algo::CallSpec>& calls, std::vector<Target
 }  // namespace
 
 void end() {
-  if (groupDepth == 0) throwUsage("loomGroupEnd without a matching loomGroupStart");
+  if (groupDepth == 0) throwUsage("called without a matching loomGroupStart (no group is open on this thread)");
   if (--groupDepth > 0) return;
   // Used in place and cleared on the way out, whatever happens: the queue keeps its memory
   // for the next group.

@@ -32,6 +32,15 @@ algo::CallSpec asOneCall() {
   return batch;
 }
 
+// "send to rank 1 (100 x int32)", "group of 4 sends and receives": the batch in errors.
+std::string operationName(const std::vector<algo::CallSpec>& ops) {
+  const algo::CallSpec& first = ops.front();
+  if (ops.size() != 1) return "group of " + std::to_string(ops.size()) + " sends and receives";
+  return std::string(algo::collectiveName(first.collective)) + " " +
+         (first.collective == algo::Collective::Send ? "to" : "from") + " rank " + std::to_string(first.peer) + " (" +
+         std::to_string(first.count) + " x " + typeName(first.type) + ")";
+}
+
 }  // namespace
 
 void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t ticket) {
@@ -80,13 +89,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
   }
   // Built only for an error or a trace line.
   const auto operation = [this, &ops] {
-    const algo::CallSpec& first = ops.front();
-    return (ops.size() == 1 ? std::string(algo::collectiveName(first.collective)) + " " +
-                                  (first.collective == algo::Collective::Send ? "to" : "from") + " rank " +
-                                  std::to_string(first.peer) + " (" + std::to_string(first.count) + " x " +
-                                  typeName(first.type) + ")"
-                            : "group of " + std::to_string(ops.size()) + " sends and receives") +
-           " (comm " + name_ + ", rank " + std::to_string(rank_) + ")";
+    return operationName(ops) + " (comm " + name_ + ", rank " + std::to_string(rank_) + ")";
   };
 
   try {
@@ -107,7 +110,7 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     LOOM_TRACE(COLL, "%s: %zu steps", operation().c_str(), schedule.steps.size());
     algo::execute(batch, schedule, executionBuffers, context);
   } catch (...) {
-    recordFailure();
+    recordFailure(operationName(ops));
   }
 }
 

@@ -2,8 +2,8 @@
 // Issue 14, findings 8 and 9: init failures that used to wait the full LOOM_TIMEOUT_MS (ten
 // minutes by default) and an absurd nranks that used to grow gigabytes before failing.
 //
-// A rank that arrives at a root which no longer listens (its communicator formed or ended) must
-// fail within 2 s with the default timeout; a rank of an env-based job may start before its
+// A rank that arrives after its root's rendezvous is over (the communicator formed or ended, or
+// the root's process exited) must fail within 2 s with the default timeout, saying why; a rank of an env-based job may start before its
 // root and must still join. The forked ranks run under a guard (runProcesses' timeout) so that
 // a regression fails the test in seconds instead of hanging it for ten minutes.
 #include <arpa/inet.h>
@@ -15,12 +15,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/free_port.h"
 #include "tests/support/multiprocess.h"
 
 namespace loom::test {
@@ -84,52 +88,92 @@ void expectAllOk(const std::vector<RankOutcome>& outcomes) {
   for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
+// How the 2-rank job stands when the late rank asks.
+enum class Job { Running, Destroyed, RootProcessGone };
+
+// Whether process `pid` has ended: every thread of it a zombie, or gone (the leader turns
+// zombie before its other threads have exited, and its descriptors close with the last one).
+bool processGone(pid_t pid) {
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
+    FILE* stat = std::fopen((task.path() / "stat").c_str(), "r");
+    if (stat == nullptr) continue;
+    char state = '?';
+    const int read = std::fscanf(stat, "%*d %*s %c", &state);
+    std::fclose(stat);
+    if (read == 1 && state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
 // Rank `lateRank` of `lateNranks` joins with the same uniqueId after ranks 0 and 1 of a 2-rank
-// job have formed their communicator (and, when `jobEndsFirst`, destroyed it again). It must be
-// told at once that the root no longer accepts ranks.
-void expectLateJoinerFailsFast(int lateNranks, int lateRank, bool jobEndsFirst) {
+// job have formed their communicator (and, per `job`, destroyed it again, or even exited). It
+// must be told at once why, naming `reason`: while the root's process lives, its tombstone
+// says the communicator formed without it; once that process is gone, nothing listens.
+void expectLateJoinerFailsFast(int lateNranks, int lateRank, Job job, const std::string& reason) {
   Event formed;   // ranks 0 and 1 -> the late one
   Event checked;  // the late one -> ranks 0 and 1 (they keep the job running until then)
+  SharedAcrossFork<std::atomic<pid_t>> rootPid;
+  // Pinned below the ephemeral range: once the root's process has gone, its port is not handed
+  // to another socket (the late rank's own) before the late rank connects.
+  if (job == Job::RootProcessGone) {
+    setenv("LOOM_COMM_ID", ("127.0.0.1:" + std::to_string(freePortBelowEphemeralRange())).c_str(), 1);
+  }
   auto outcomes = runRanksWithUniqueId(3, [&](int slot, const loomUniqueId& id) {
     useDefaultTimeout();
     if (slot < 2) {
+      if (slot == 0) rootPid->store(getpid());
       loomComm_t comm = nullptr;
       const loomResult_t result = loomCommInitRank(&comm, 2, id, slot);
       LOOM_REQUIRE(result == loomSuccess, loomGetLastError(nullptr));
-      if (jobEndsFirst) LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+      if (job != Job::Running) LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
       formed.post();
+      if (job == Job::RootProcessGone) return;
       checked.await("late rank checked");
-      if (!jobEndsFirst) LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+      if (job == Job::Running) LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
       return;
     }
     formed.await("rank 0 formed");
     formed.await("rank 1 formed");
+    if (job == Job::RootProcessGone) {
+      const auto giveUp = Clock::now() + std::chrono::seconds(5);
+      while (!processGone(rootPid->load()) && Clock::now() < giveUp) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
     loomComm_t comm = nullptr;
     const auto start = Clock::now();
     const loomResult_t result = loomCommInitRank(&comm, lateNranks, id, lateRank);
     const double seconds = secondsSince(start);
     const std::string message = loomGetLastError(nullptr);
-    checked.post(2);
+    if (job != Job::RootProcessGone) checked.post(2);
     LOOM_REQUIRE(result == loomInvalidUsage,
                  "expected loomInvalidUsage, got " + std::to_string(result) + ": " + message);
     LOOM_REQUIRE(comm == nullptr, "comm must stay NULL on failure");
-    LOOM_REQUIRE(message.find("no longer accepts ranks") != std::string::npos, message);
+    LOOM_REQUIRE(message.find(reason) != std::string::npos, "no '" + reason + "' in: " + message);
     LOOM_REQUIRE(message.find("rank " + std::to_string(lateRank)) != std::string::npos, message);
     LOOM_REQUIRE(seconds < kPromptSeconds, "took " + std::to_string(seconds) + " s: " + message);
   }, kGuardSeconds);
+  unsetenv("LOOM_COMM_ID");
   expectAllOk(outcomes);
 }
 
 TEST(InitFailures, StaleUniqueIdOfAFinishedJobFailsFast) {
-  expectLateJoinerFailsFast(2, 0, /*jobEndsFirst=*/true);
+  expectLateJoinerFailsFast(2, 0, Job::Destroyed,
+                            "already formed with 2 ranks (0-1) without this rank (rank 0 of 2: a second rank 0");
 }
 
 TEST(InitFailures, ThirdProcessJoiningARunningTwoRankJobFailsFast) {
-  expectLateJoinerFailsFast(2, 1, /*jobEndsFirst=*/false);
+  expectLateJoinerFailsFast(2, 1, Job::Running,
+                            "already formed with 2 ranks (0-1) without this rank (rank 1 of 2: a second rank 1");
 }
 
 TEST(InitFailures, LateRankThatDisagreesOnNranksFailsFast) {
-  expectLateJoinerFailsFast(3, 2, /*jobEndsFirst=*/false);
+  expectLateJoinerFailsFast(3, 2, Job::Running, "already formed with 2 ranks (0-1) without this rank (rank 2 of 3)");
+}
+
+TEST(InitFailures, UniqueIdOfAJobWhoseRootProcessExitedFailsFast) {
+  expectLateJoinerFailsFast(2, 1, Job::RootProcessGone, "no longer accepts ranks");
 }
 
 // LOOM_COMM_ID pins the root to one address: the next job binds it again right after the first

@@ -10,6 +10,7 @@
 // only after the peer has left, or they are already in their call when it leaves. The default
 // LOOM_TIMEOUT_MS stays; a child that has no error after 10 s is killed (the test fails).
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -40,6 +41,7 @@ struct SharedState {
   std::atomic<int> survivorsCalling{0};  // survivors about to enter their all-reduce
   std::atomic<int> survivorsDone{0};     // survivors that have their error
   std::atomic<int64_t> worstUs{0};       // the slowest survivor's time from leave to error
+  std::atomic<int> leaverPid{0};         // named in the survivors' errors
 };
 
 using SharedMapping = loom::test::SharedAcrossFork<SharedState>;
@@ -94,6 +96,7 @@ void leaverBody(const Case& c, SharedState& shared, loomComm_t comm) {
   if (c.timing == Timing::DuringCall) {
     LOOM_REQUIRE(awaitCount(shared.survivorsCalling, survivors, kStayAliveUs), "the survivors never called");
   }
+  shared.leaverPid.store(getpid());
   shared.leftAtUs.store(nowUs());
   const loomResult_t left = c.leave == Leave::Destroy ? loomCommDestroy(comm) : loomCommAbort(comm);
   LOOM_REQUIRE(left == loomSuccess, loomGetLastError(nullptr));
@@ -128,6 +131,11 @@ void survivorBody(const Case& c, SharedState& shared, loomComm_t comm, int rank)
   LOOM_REQUIRE(error.find("rank " + std::to_string(leaver)) != std::string::npos,
                "rank " + std::to_string(rank) + ": the error does not name rank " + std::to_string(leaver) + ": " +
                    error);
+  // Every path says it alike (base/peer_left.h), with the pid: loom_torch rewrites that phrase.
+  const std::string left = "rank " + std::to_string(leaver) + " (pid " + std::to_string(shared.leaverPid.load()) +
+                           ") left the communicator (loomCommDestroy, loomCommAbort, or its process exited)";
+  LOOM_REQUIRE(error.find(left) != std::string::npos,
+               "rank " + std::to_string(rank) + ": the error does not say '" + left + "': " + error);
   LOOM_REQUIRE(elapsedUs <= kLimitUs, "rank " + std::to_string(rank) + ": the error took " +
                                           std::to_string(elapsedUs / 1000) + " ms (limit 500): " + error);
   LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));

@@ -3,17 +3,18 @@
 //
 // First input byte, low two bits, picks the code under test:
 //   0: auth::decodeHello on a 32-byte handshake record, then net::decodePeerHello (the record
-//      the ring and the socket transport send after it) on the next 40 bytes;
+//      the ring and the socket transport send after it) on the next 40 bytes, then
+//      rendezvous::decodeRankHello (the root's reading of a rank's hello) on the next 48;
 //   1: auth::ServerHandshake (the server side of the challenge-response every bootstrap and
 //      transport listener runs) fed records from the input; a flag makes the fuzzer answer the
 //      challenge with the right proof (optionally corrupted), so the success path runs too;
 //   2: auth::authenticateClient over a socket pair whose other end holds the input: a server
 //      that sends garbage, stops mid-record or cannot prove it knows the secret;
-//   3: rendezvous::exchangeWithRoot (src/bootstrap/root_server.cc) against a fake root that
+//   3: rendezvous::exchangeWithRoot (src/bootstrap/rendezvous_rank.cc) against a fake root that
 //      authenticates properly and then answers with reply bytes from the input: the reply
 //      header and the address table a rank decodes.
-// The root's parsing of a rank's hello and the ring's allGather header checks sit inside
-// classes in anonymous namespaces; see README.md for the refactor that would expose them.
+// The ring's allGather header checks sit inside a class in an anonymous namespace; see
+// README.md for the refactor that would expose them.
 #include <poll.h>
 
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "base/net/peer_hello.h"
 #include "base/net/socket.h"
 #include "bootstrap/rendezvous.h"
+#include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/socket_bootstrap.h"
 #include "fuzz_targets.h"
 #include "socket_helpers.h"
@@ -62,6 +64,18 @@ void decodeHelloRecord(InputReader& input) {
     uint8_t again[net::kPeerHelloBytes];
     net::encodePeerHello(*decoded, again);
     check(std::memcmp(peer, again, sizeof(peer)) == 0, "decodePeerHello accepted a record that does not encode back");
+  }
+  // A rank's rendezvous hello as the root (and its tombstone) reads it.
+  uint8_t rank[rendezvous::kRankHelloBytes] = {};
+  auto rankBytes = input.bytes(sizeof(rank));
+  std::memcpy(rank, rankBytes.data(), rankBytes.size());
+  std::string why;
+  if (const auto hello = rendezvous::decodeRankHello(rank, &why)) {
+    uint8_t again[rendezvous::kRankHelloBytes];
+    rendezvous::encodeRankHello(*hello, again);
+    check(std::memcmp(rank, again, sizeof(rank)) == 0, "decodeRankHello accepted a record that does not encode back");
+  } else {
+    check(!why.empty(), "decodeRankHello refused a record without saying why");
   }
 }
 
@@ -135,8 +149,8 @@ void clientAgainstGarbage(InputReader& input) {
   fail("authenticateClient accepted a server that does not know the secret");
 }
 
-// The fake root: accepts one rank, authenticates it honestly, reads its 40-byte hello, sends
-// `reply` and closes. Errors just end it (the rank then sees EOF).
+// The fake root: accepts one rank, authenticates it honestly, reads its hello, sends `reply`
+// and closes. Errors just end it (the rank then sees EOF).
 void fakeRoot(int listenFd, std::vector<uint8_t> reply) {
   try {
     const auto deadline = net::Deadline::afterMs(kTimeoutMs);
@@ -151,7 +165,7 @@ void fakeRoot(int listenFd, std::vector<uint8_t> reply) {
       const auto answer = handshake.consume(record.data());
       net::writeFully(rank.fd(), answer.data(), answer.size(), deadline, nullptr, "fake root");
     }
-    uint8_t hello[16 + net::kWireAddressBytes];
+    uint8_t hello[rendezvous::kRankHelloBytes];
     net::readFully(rank.fd(), hello, sizeof(hello), deadline, nullptr, "fake root");
     sendSome(rank.fd(), reply.data(), reply.size());
   } catch (const Error&) {
@@ -165,13 +179,12 @@ void rankAgainstFakeRoot(InputReader& input) {
   std::vector<uint8_t> reply;
   if (flags & 1) {
     // A well-formed header, so the fuzzer spends its time on status, sizes and the table.
-    reply.resize(16, 0);
-    net::putU32(reply.data(), 0x52524d4cu);  // "LMRR"
-    net::putU16(reply.data() + 4, 1);
-    net::putU16(reply.data() + 6, input.byte() % 4);
-    net::putU32(reply.data() + 8, flags & 2 ? static_cast<uint32_t>(nranks) : input.u32());
-    net::putU32(reply.data() + 12,
-                flags & 4 ? static_cast<uint32_t>(nranks * net::kWireAddressBytes) : input.u32());
+    reply.resize(rendezvous::kReplyHeaderBytes, 0);
+    rendezvous::ReplyHeader header;
+    header.status = input.byte() % 4;  // 3 is no status: the rank must refuse it
+    header.nranks = flags & 2 ? static_cast<uint32_t>(nranks) : input.u32();
+    header.payloadBytes = flags & 4 ? static_cast<uint32_t>(nranks * net::kWireAddressBytes) : input.u32();
+    rendezvous::encodeReplyHeader(header, reply.data());
   }
   auto rest = input.bytes(64 * 1024);
   reply.insert(reply.end(), rest.begin(), rest.end());

@@ -76,13 +76,18 @@ write("unique_id", "address-ipv6", b"\x02" + wire_v6(loop6, 443, 7))
 write("unique_id", "address-none", b"\x02" + bytes(24))
 
 write("bootstrap_wire", "hello-client", b"\x00\x00\x00" + auth_hello(1, 1))
+# A ring peer hello, then a rank's rendezvous hello (version 2: rank 1 of 3, waits 60 s).
+peer_hello = struct.pack("<IHHIIII", 0x47524D4C, 1, 0, 0, 1, 3, 0) + struct.pack("<QQ", 0, 0x1234)
+rank_hello = (struct.pack("<IHHII", 0x48524D4C, 2, 0, 3, 1) + wire_v4([127, 0, 0, 1], 4000)
+              + struct.pack("<II", 60000, 0))
+write("bootstrap_wire", "rank-hello", b"\x00\x00\x00" + auth_hello(1, 1) + peer_hello + rank_hello)
 write("bootstrap_wire", "handshake-honest", b"\x01\x01\x01" + auth_hello(2, 1))
 write("bootstrap_wire", "handshake-wrong-proof", b"\x01\x00\x02" + auth_hello(3, 1) + bytes(16))
 write("bootstrap_wire", "client-server-hello", b"\x02\x00" + auth_hello(1, 2) + bytes(16))
 table = wire_v4([127, 0, 0, 1], 4000) + wire_v6(loop6, 4001)
 write("bootstrap_wire", "root-reply-ok", b"\x03\x07\x01\x00" + table)
 write("bootstrap_wire", "root-reply-error", b"\x03\x03\x00\x01" + struct.pack("<I", 5) + b"oops!")
-raw_reply = struct.pack("<IHHII", 0x52524D4C, 1, 0, 1, 24) + wire_v4([127, 0, 0, 1], 5)
+raw_reply = struct.pack("<IHHII", 0x52524D4C, 2, 0, 1, 24) + wire_v4([127, 0, 0, 1], 5)
 write("bootstrap_wire", "root-reply-raw", b"\x03\x00\x00" + raw_reply)
 
 write("transport_wire", "striped-3-lanes", b"\x00\x02\x01" + struct.pack("<I", 1000) + b"\x00"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/support/multiprocess.h"
+#include "tests/support/stderr_capture.h"
 
 namespace {
 
@@ -72,3 +73,33 @@ TEST(InitErrors, MalformedSettingFailsAtOnceAndTheOthersTimeOut) {
 }
 
 }  // namespace
+
+// Rank 2 never comes. Ranks 0 and 1 wait 1.5 s and 4 s: the root gives up just before rank 0
+// would, and tells both who arrived and who did not; meanwhile it says so every
+// LOOM_INIT_REPORT_MS in a WARN line (printed whatever LOOM_DEBUG says).
+TEST(InitErrors, TheTimeoutNamesTheRanksThatArrivedAndThoseMissing) {
+  setenv("LOOM_INIT_REPORT_MS", "200", 1);  // read by the root server, in rank 0's process
+  std::string log;
+  std::vector<loom::test::RankOutcome> outcomes;
+  {
+    loom::test::StderrCapture capture;
+    outcomes = loom::test::runRanksWithUniqueId(2, [&](int rank, const loomUniqueId& id) {
+      loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+      config.timeoutMs = rank == 0 ? 1500 : 4000;
+      loomComm_t comm = nullptr;
+      const auto start = std::chrono::steady_clock::now();
+      const loomResult_t result = loomCommInitRankConfig(&comm, 3, id, rank, &config);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string message = loomGetLastError(nullptr);
+      LOOM_REQUIRE(result == loomSystemError, "code " + std::to_string(result) + ": " + message);
+      LOOM_REQUIRE(message.find("arrived 2 of 3: 0-1; missing: 2") != std::string::npos, message);
+      LOOM_REQUIRE(message.find("before rank 0's timeout ran out") != std::string::npos, message);
+      LOOM_REQUIRE(seconds < 1.5, "took " + std::to_string(seconds) + " s: " + message);
+    }, 60);
+    log = capture.text();
+  }
+  unsetenv("LOOM_INIT_REPORT_MS");
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+  EXPECT_NE(log.find("still waiting for ranks after"), std::string::npos) << log;
+  EXPECT_NE(log.find("arrived 2 of 3: 0-1; missing: 2"), std::string::npos) << log;
+}

@@ -246,10 +246,17 @@ TEST(Shrink, BadArgumentsAreRefused) {
   ASSERT_EQ(loomCommInitAll(comms, 2, nullptr), loomSuccess);
   loomComm_t child = reinterpret_cast<loomComm_t>(0x1);
   int self[] = {0}, outside[] = {7}, negative[] = {-1};
+  // The function's name once, in front (api::guarded puts it there).
+  const auto namedOnce = [](const std::string& text) {
+    return text.rfind("loomCommShrink: ", 0) == 0 && text.find("loomCommShrink", 1) == std::string::npos;
+  };
   EXPECT_EQ(loomCommShrink(comms[0], self, 1, &child, nullptr, 0), loomInvalidArgument);
   EXPECT_NE(std::string(loomGetLastError(comms[0])).find("calling rank"), std::string::npos);
+  EXPECT_TRUE(namedOnce(loomGetLastError(comms[0]))) << loomGetLastError(comms[0]);
   EXPECT_EQ(child, nullptr);
   EXPECT_EQ(loomCommShrink(comms[0], outside, 1, &child, nullptr, 0), loomInvalidArgument);
+  EXPECT_NE(std::string(loomGetLastError(comms[0])).find("excluded rank 7 is not in [0, 2)"), std::string::npos);
+  EXPECT_TRUE(namedOnce(loomGetLastError(comms[0]))) << loomGetLastError(comms[0]);
   EXPECT_EQ(loomCommShrink(comms[0], negative, 1, &child, nullptr, 0), loomInvalidArgument);
   EXPECT_EQ(loomCommShrink(comms[0], nullptr, 1, &child, nullptr, 0), loomInvalidArgument);
   EXPECT_EQ(loomCommShrink(comms[0], outside, -1, &child, nullptr, 0), loomInvalidArgument);

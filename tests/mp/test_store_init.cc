@@ -18,6 +18,7 @@
 
 #include "tests/support/file_store.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/stderr_capture.h"
 
 namespace {
 
@@ -155,8 +156,36 @@ TEST(StoreInit, AMissingRankIsATimeoutThatNamesIt) {
   EXPECT_NE(message.find("rank 1's host"), std::string::npos) << message;
   EXPECT_NE(message.find("lonely/loom/host/1"), std::string::npos) << message;
   EXPECT_NE(message.find("1500 ms"), std::string::npos) << message;
+  EXPECT_NE(message.find("arrived 1 of 3: 0; missing: 1-2"), std::string::npos) << message;
   EXPECT_GE(seconds, 1.4);
   EXPECT_LT(seconds, 5.0);
+}
+
+// Rank 2 never comes: ranks 0 and 1 say, in their errors and (rank 0, whatever LOOM_DEBUG
+// says) every LOOM_INIT_REPORT_MS while they wait, who has published a key and who has not.
+TEST(StoreInit, WaitingRanksReportWhoHasArrived) {
+  StoreDirectory directory("report");
+  std::string log;
+  std::vector<loom::test::RankOutcome> outcomes;
+  {
+    loom::test::StderrCapture capture;
+    outcomes = loom::test::runProcesses(2, [&](int rank) {
+      setenv("LOOM_INIT_REPORT_MS", "200", 1);
+      FileStore store(directory.path());
+      loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+      config.timeoutMs = 1500;
+      loomComm_t comm = nullptr;
+      const loomResult_t result = loomCommInitRankStore(&comm, 3, rank, store.callbacks(), "pg/", &config);
+      const std::string message = loomGetLastError(nullptr);
+      LOOM_REQUIRE(result == loomSystemError && comm == nullptr, message);
+      LOOM_REQUIRE(message.find("rank 2's host") != std::string::npos, message);
+      LOOM_REQUIRE(message.find("arrived 2 of 3: 0-1; missing: 2") != std::string::npos, message);
+    }, 60);
+    log = capture.text();
+  }
+  expectAllOk(outcomes);
+  EXPECT_NE(log.find("rank 0: still waiting in the store for rank 2's host after"), std::string::npos) << log;
+  EXPECT_NE(log.find("arrived 2 of 3: 0-1; missing: 2"), std::string::npos) << log;
 }
 
 TEST(StoreInit, RanksThatDisagreeOnNranksFail) {
@@ -174,7 +203,9 @@ TEST(StoreInit, RanksThatDisagreeOnNranksFail) {
       LOOM_REQUIRE(result == loomInvalidUsage, message);
       LOOM_REQUIRE(message.find("rank 0 initialises a communicator of 2 ranks") != std::string::npos, message);
     } else {
-      LOOM_REQUIRE(result == loomSystemError, message);  // rank 1 never published its host
+      // Rank 1 arrived (its host key is there) but failed before it published its address.
+      LOOM_REQUIRE(result == loomSystemError, message);
+      LOOM_REQUIRE(message.find("rank 1 arrived but went no further") != std::string::npos, message);
     }
   }, 60));
 }

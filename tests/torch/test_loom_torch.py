@@ -107,6 +107,25 @@ def test_a_killed_rank_makes_every_survivor_raise():
     require_all_passed(run_ranks("killed", 3, env={"TORCH_SUITE_TIMEOUT_S": "15"}))
 
 
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+@pytest.mark.parametrize("exits", [False, True])
+def test_a_peer_that_destroys_its_group_is_named_in_torch_terms(transport, exits):
+    """A peer that calls destroy_process_group (and lives on, or exits normally) while the
+    others run a collective: "rank 2 (pid N) exited or destroyed its process group"."""
+    with tempfile.TemporaryDirectory(prefix="loom-departed-") as folder:
+        env = {"TORCH_SUITE_TIMEOUT_S": "20", "TORCH_SUITE_MARKER": os.path.join(folder, "done")}
+        if transport == "tcp":
+            env["LOOM_SHM_DISABLE"] = "1"
+        if exits:
+            env["TORCH_SUITE_LEAVER_EXITS"] = "1"
+        require_all_passed(run_ranks("departed", 3, env=env, timeout=60))
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_after_a_failed_collective_the_next_says_to_recreate_the_group(world):
+    require_all_passed(run_ranks("unusable", world, env={"TORCH_SUITE_TIMEOUT_S": "20"}))
+
+
 TRAIN = os.path.join(HERE, "..", "..", "examples", "torch_ddp", "train.py")
 
 

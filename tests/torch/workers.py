@@ -205,6 +205,65 @@ def case_killed(checks, rank, world):
     leave(checks)
 
 
+def no_c_api_words(checks, rank, message, what):
+    """A message a PyTorch user reads names what they did, not Loom's C calls."""
+    if message is not None and ("loomComm" in message or "communicator" in message):
+        checks.failures.append(f"rank {rank}: {what}: the message speaks of the C API: {message}")
+
+
+def await_file(path, seconds=30):
+    give_up = time.monotonic() + seconds
+    while not os.path.exists(path) and time.monotonic() < give_up:
+        time.sleep(0.01)
+
+
+def case_departed(checks, rank, world):
+    """The last rank destroys its process group (and lives on, or exits) while the others run a
+    collective: their error names it, and what it did, in torch.distributed's words."""
+    dist.all_reduce(torch.ones(1000))  # everyone is connected
+    leaver = world - 1
+    marker = os.environ["TORCH_SUITE_MARKER"]
+
+    def await_survivors():
+        for survivor in range(leaver):
+            await_file(f"{marker}.rank{survivor}")
+
+    if rank == leaver:
+        dist.destroy_process_group()
+        if os.environ.get("TORCH_SUITE_LEAVER_EXITS"):
+            sys.exit(0)  # a normal exit, right after the destroy
+        await_survivors()  # lives on until every survivor has its error
+        os._exit(0)
+    message = checks.raises(lambda: dist.all_reduce(torch.ones(1000)),
+                            f"rank {leaver} (pid ", "all_reduce after a peer left")
+    if message is not None and "exited or destroyed its process group" not in message:
+        checks.failures.append(f"rank {rank}: the error does not say what rank {leaver} did: {message}")
+    no_c_api_words(checks, rank, message, "all_reduce after a peer left")
+    if os.environ.get("TORCH_SUITE_VERBOSE"):
+        sys.stderr.write(f"rank {rank}: {message}\n")
+    with open(f"{marker}.rank{rank}", "w"):
+        pass
+    # A survivor that exits before the others have their error would be a death they report.
+    await_survivors()
+    leave(checks)
+
+
+def case_unusable(checks, rank, world):
+    """After a collective the ranks disagree on, the next one says that the group is unusable
+    since that call and must be made anew, in torch.distributed's words."""
+    checks.raises(lambda: dist.all_reduce(torch.ones(10 + rank)), "ranks disagree", "all_reduce of different sizes")
+    message = checks.raises(lambda: dist.all_reduce(torch.ones(10)), "the process group is unusable since its all_reduce #",
+                            "the all_reduce after it")
+    for phrase in ["destroy it and create a new one (destroy_process_group() then init_process_group(), or a new "
+                   "new_group())", "The failure of all_reduce #"]:
+        if message is not None and phrase not in message:
+            checks.failures.append(f"rank {rank}: the message lacks {phrase!r}: {message}")
+    no_c_api_words(checks, rank, message, "the all_reduce after a failed one")
+    if os.environ.get("TORCH_SUITE_VERBOSE"):
+        sys.stderr.write(f"rank {rank}: {message}\n")
+    leave(checks)
+
+
 def case_async(checks, rank, world):
     """Operations run on the group's Loom stream: many in flight, completed in issue order,
     not complete before the peers join; futures, wait(timeout) and errors through wait()."""
@@ -403,7 +462,7 @@ def case_results(checks, rank, world):
 
 CASES = {"results": case_results, "ops": case_ops, "batch": case_batch, "errors": case_errors,
          "mismatch": case_mismatch, "killed": case_killed,
-         "async": case_async}
+         "async": case_async, "departed": case_departed, "unusable": case_unusable}
 
 
 def main():

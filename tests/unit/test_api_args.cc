@@ -33,6 +33,10 @@ void expectRejected(loomResult_t rc, loomResult_t want, const char* function,
   EXPECT_NE(std::string(message), "") << function << ": empty last error";
   EXPECT_NE(std::string(message).find(function), std::string::npos)
       << "last error does not name " << function << ": " << message;
+  // Named once, in front: api::guarded puts the name there, and nothing below it repeats it
+  // ("loomCommSplit: loomCommSplit cannot be called ...").
+  EXPECT_EQ(std::string(message).rfind(std::string(function) + ": ", 0), 0u) << message;
+  EXPECT_EQ(std::string(message).find(function, 1), std::string::npos) << "named twice: " << message;
   for (const std::string& word : mentions) {
     EXPECT_NE(lower(message).find(lower(word)), std::string::npos)
         << function << ": last error does not mention \"" << word << "\": " << message;
@@ -154,7 +158,18 @@ TEST_F(ApiArgs, CommQueries) {
                  {"color"}, comm_);
 
   expectRejected(loomStreamCreate(nullptr), loomInvalidArgument, "loomStreamCreate");
-  expectRejected(loomGroupEnd(), loomInvalidUsage, "loomGroupEnd");
+  expectRejected(loomGroupEnd(), loomInvalidUsage, "loomGroupEnd", {"without a matching loomGroupStart"});
+  // Inside a group, initialisation is refused, naming the function once.
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  expectRejected(loomCommSplit(comm_, 0, 0, &sub, nullptr), loomInvalidUsage, "loomCommSplit",
+                 {"between loomGroupStart and loomGroupEnd"}, comm_);
+  EXPECT_EQ(loomGroupEnd(), loomInvalidUsage);  // a call in it failed: the group fails too
+  // Finalize after a revoke.
+  loomComm_t revoked = nullptr;
+  ASSERT_EQ(loomCommInitAll(&revoked, 1, nullptr), loomSuccess);
+  ASSERT_EQ(loomCommRevoke(revoked, LOOM_REVOKE_DEFAULT), loomSuccess);
+  expectRejected(loomCommFinalize(revoked), loomInvalidUsage, "loomCommFinalize", {"revoked", "destroy it"});
+  EXPECT_EQ(loomCommDestroy(revoked), loomSuccess);
 }
 
 TEST_F(ApiArgs, NullCommunicator) {

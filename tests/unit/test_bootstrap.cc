@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/net/auth.h"
 #include "base/net/socket.h"
+#include "base/rank_ranges.h"
 #include "bootstrap/socket_bootstrap.h"
 
 namespace loom {
@@ -397,7 +398,9 @@ TEST(Bootstrap, UnreachableRootTimesOutWithAClearMessage) {
     EXPECT_EQ(error.code(), loomSystemError);
     const std::string expected = "[test] rank 0: bootstrap connect to the root at " +
                                  addressToString(contents.rootAddress) +
-                                 " failed: Connection refused (errno 111) after 300 ms";
+                                 " failed: Connection refused (errno 111) after 300 ms: no root listened there in "
+                                 "that time; is rank 0 running, with the same LOOM_COMM_ID (or MASTER_ADDR and "
+                                 "MASTER_PORT) as this rank?";
     EXPECT_EQ(std::string(error.what()), expected);
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
@@ -491,6 +494,24 @@ TEST(InterfaceSelection, FollowsLoomSocketIfname) {
     sockaddr_storage v6root = net::loopbackAddress(AF_INET6);
     EXPECT_EQ(addressToString(net::chooseLocalAddress(&v6root)), "[::1]:0");
   }
+}
+
+
+// How the waiting rendezvous names ranks in its reports and errors: compact and capped.
+TEST(RankRanges, CompactRangesAndTheArrivedAndMissing) {
+  EXPECT_EQ(rankRanges({}), "none");
+  EXPECT_EQ(rankRanges({3}), "3");
+  EXPECT_EQ(rankRanges({9, 0, 1, 2, 5, 7, 8, 2}), "0-2, 5, 7-9");
+  EXPECT_EQ(arrivalSummary({true, true, true, false, false, false, false, false}), "arrived 3 of 8: 0-2; missing: 3-7");
+  EXPECT_EQ(arrivalSummary({false, false}), "arrived 0 of 2; missing: 0-1");
+  EXPECT_EQ(arrivalSummary({true, true}), "arrived 2 of 2: 0-1");
+  // Every other rank of 10000 missing: one line, not 5000 numbers.
+  std::vector<bool> arrived(10000);
+  for (size_t r = 0; r < arrived.size(); r += 2) arrived[r] = true;
+  const std::string line = arrivalSummary(arrived);
+  EXPECT_LT(line.size(), 500u) << line;
+  EXPECT_NE(line.find("arrived 5000 of 10000: 0, 2, 4"), std::string::npos) << line;
+  EXPECT_NE(line.find("more)"), std::string::npos) << line;
 }
 
 }  // namespace

@@ -152,7 +152,72 @@ TEST(Errors, AFailedCollectiveLeavesTheCommunicatorFailed) {
   EXPECT_EQ(loomCommGetAsyncError(clique.comms[0], &async), loomSuccess);
   EXPECT_EQ(async, loomSystemError);
   EXPECT_EQ(loomAllReduce(data.data(), data.data(), data.size(), loomFloat32, loomSum, clique.comms[0], nullptr), loomSystemError);
-  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("earlier error"), std::string::npos) << loomGetLastError(nullptr);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("unusable since"), std::string::npos) << loomGetLastError(nullptr);
+}
+
+bool endsWith(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A call after a failed one is refused with a message of its own: since which call the
+// communicator is unusable (its collective, number and size), that it must be made anew, and
+// last the failure's own message introduced as that call's, not repeated as if it were new.
+// Sends, receives, groups and streams are refused alike; loomCommGetAsyncError keeps the code.
+TEST(Errors, ALaterCallNamesTheCallThatFailedAndSaysToRecreate) {
+  setenv("LOOM_TIMEOUT_MS", "500", 1);
+  Clique clique(2);
+  unsetenv("LOOM_TIMEOUT_MS");
+  loomComm_t comm = clique.comms[0];
+  std::vector<float> data(1 << 16, 1.f);
+  ASSERT_EQ(loomAllReduce(data.data(), data.data(), data.size(), loomFloat32, loomSum, comm, nullptr), loomSystemError);
+  const std::string prefix = "loomAllReduce: ";
+  const std::string failure = loomGetLastError(nullptr);
+  ASSERT_EQ(failure.rfind(prefix, 0), 0u) << failure;
+  const std::string original = failure.substr(prefix.size());
+  ASSERT_NE(original.find("allreduce #1"), std::string::npos) << original;
+
+  const auto expectRefusal = [&](const std::string& text, const std::string& function) {
+    SCOPED_TRACE(function);
+    EXPECT_EQ(text.rfind(function + ": rank 0: communicator ", 0), 0u) << text;
+    EXPECT_NE(text.find(" is unusable since its allreduce #1 (65536 x float32) failed; destroy it (loomCommDestroy) "
+                        "and create a new one (after a dead rank, loomCommShrink makes one of the survivors). "),
+              std::string::npos)
+        << text;
+    EXPECT_TRUE(endsWith(text, ". The failure of allreduce #1: " + original)) << text;
+    EXPECT_EQ(text.find("earlier error"), std::string::npos) << text;
+    EXPECT_EQ(text.find(failure), std::string::npos) << "the old message word for word: " << text;
+  };
+  EXPECT_EQ(loomAllReduce(data.data(), data.data(), 10, loomFloat32, loomSum, comm, nullptr), loomSystemError);
+  expectRefusal(loomGetLastError(nullptr), "loomAllReduce");
+  EXPECT_EQ(loomBroadcast(data.data(), data.data(), 10, loomFloat32, 0, comm, nullptr), loomSystemError);
+  expectRefusal(loomGetLastError(nullptr), "loomBroadcast");
+
+  // Point-to-point, alone and in a group: the same refusal.
+  EXPECT_EQ(loomSend(data.data(), 10, loomFloat32, 1, comm, nullptr), loomSystemError);
+  expectRefusal(loomGetLastError(nullptr), "loomSend");
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  EXPECT_EQ(loomSend(data.data(), 10, loomFloat32, 1, comm, nullptr), loomSuccess);
+  EXPECT_EQ(loomRecv(data.data() + 10, 10, loomFloat32, 1, comm, nullptr), loomSuccess);
+  EXPECT_EQ(loomGroupEnd(), loomSystemError);
+  expectRefusal(loomGetLastError(nullptr), "loomGroupEnd");
+
+  // A stream's call: queued, then refused on the stream's thread.
+  loomStream_t stream;
+  ASSERT_EQ(loomStreamCreate(&stream), loomSuccess);
+  EXPECT_EQ(loomAllReduce(data.data(), data.data(), 10, loomFloat32, loomSum, comm, stream), loomSuccess);
+  EXPECT_EQ(loomStreamSynchronize(stream), loomSystemError);
+  expectRefusal(loomGetLastError(nullptr), "loomStreamSynchronize");
+  loomStreamDestroy(stream);
+
+  // The communicator's own account: the original code; its message is the latest refusal's,
+  // as a thread that made no call of its own reads it.
+  loomResult_t async = loomSuccess;
+  EXPECT_EQ(loomCommGetAsyncError(comm, &async), loomSuccess);
+  EXPECT_EQ(async, loomSystemError);
+  std::string fromAnotherThread;
+  std::thread([&] { fromAnotherThread = loomGetLastError(comm); }).join();
+  EXPECT_EQ(fromAnotherThread.rfind("rank 0: communicator ", 0), 0u) << fromAnotherThread;
+  EXPECT_TRUE(endsWith(fromAnotherThread, ". The failure of allreduce #1: " + original)) << fromAnotherThread;
 }
 
 TEST(Errors, AbortFromAnotherThreadUnblocksACollective) {

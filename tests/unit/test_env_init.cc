@@ -9,15 +9,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "loom.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/stderr_capture.h"
 
 namespace loom::test {
 namespace {
@@ -182,12 +185,17 @@ class EnvInitErrors : public ::testing::Test {
       EXPECT_NE(message.find(name), std::string::npos)
           << "message does not name " << name << ": " << message;
     }
+    // The function's name once, in front (api::guarded puts it there; nothing below repeats it).
+    EXPECT_EQ(message.rfind("loomCommInitFromEnv: ", 0), 0u) << message;
+    EXPECT_EQ(message.find("loomCommInitFromEnv", 1), std::string::npos) << "named twice: " << message;
   }
 };
 
 TEST_F(EnvInitErrors, NoLauncherAtAllNamesEveryConvention) {
   expectInvalid({"LOOM_RANK", "LOOM_WORLD_SIZE", "LOOM_COMM_ID", "RANK", "WORLD_SIZE",
                  "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"});
+  EXPECT_EQ(std::string(loomGetLastError(nullptr)).rfind("loomCommInitFromEnv: no launcher environment found: ", 0), 0u)
+      << loomGetLastError(nullptr);
 }
 
 TEST_F(EnvInitErrors, LoomRankWithoutTheRest) {
@@ -213,7 +221,7 @@ TEST_F(EnvInitErrors, MalformedRank) {
   setenv("LOOM_RANK", "one", 1);
   expectInvalid({"LOOM_RANK"});
   setenv("LOOM_RANK", "2", 1);  // not in a world of 2
-  expectInvalid({});
+  expectInvalid({"under loomrun, rank 2 is not in a world of size 2"});
   setenv("LOOM_RANK", "-1", 1);
   expectInvalid({});
 }
@@ -238,6 +246,132 @@ TEST_F(EnvInitErrors, MalformedCommId) {
   expectInvalid({"no-port-here"});
   setenv("LOOM_COMM_ID", "127.0.0.1:99999", 1);
   expectInvalid({"99999"});
+}
+
+
+// ---- Ranks that come late, and ranks the root waits for ------------------------------------
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What the processes of one job tell each other.
+struct JobState {
+  std::atomic<int> done{0};      // ranks of the job whose init has returned
+  std::atomic<int> answered{0};  // the late rank has its answer: the others may go
+};
+
+// Waits (at most 30 s) until `counter` reaches `value`.
+void awaitCount(const std::atomic<int>& counter, int value, const char* what) {
+  const auto giveUp = Clock::now() + std::chrono::seconds(30);
+  while (counter.load() < value) {
+    LOOM_REQUIRE(Clock::now() < giveUp, std::string("never happened: ") + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// A loomrun rank with LOOM_TIMEOUT_MS unset: the default timeout, 10 minutes.
+void setLoomrunRank(int port, int rank, int worldSize) {
+  clearLauncherEnvironment();
+  unsetenv("LOOM_TIMEOUT_MS");
+  setenv("LOOM_RANK", std::to_string(rank).c_str(), 1);
+  setenv("LOOM_WORLD_SIZE", std::to_string(worldSize).c_str(), 1);
+  setenv("LOOM_COMM_ID", loopback(port).c_str(), 1);
+  setenv("LOOM_COMM_SECRET", "00112233445566778899aabbccddeeff", 1);
+}
+
+// Slots 0 and 1 are the job (`sizes` says the world size each declares); slot 2 comes after
+// both have their answer, as rank `lateRank` of `lateSize`, while the root's process (slot 0)
+// lives. It must be refused at once (the root's tombstone answers it), with the default
+// timeout, naming `reason`.
+void expectLateRankRefusedAtOnce(const int (&sizes)[2], bool jobForms, int lateRank, int lateSize,
+                                 const std::string& reason) {
+  const int port = freePortPair();
+  ASSERT_GT(port, 0);
+  setenv("LOOM_SOCKET_IFNAME", "lo", 0);
+  test::SharedAcrossFork<JobState> state;
+  const auto start = Clock::now();
+  const auto outcomes = runProcesses(3, [&](int slot) {
+    if (slot < 2) {
+      setLoomrunRank(port, slot, sizes[slot]);
+      loomComm_t comm = nullptr;
+      const loomResult_t result = loomCommInitFromEnv(&comm);
+      state->done.fetch_add(1);
+      LOOM_REQUIRE((result == loomSuccess) == jobForms, std::string("init: ") + loomGetLastError(nullptr));
+      awaitCount(state->answered, 1, "the late rank's answer");
+      if (comm != nullptr) LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+      return;
+    }
+    awaitCount(state->done, 2, "the job's init");
+    setLoomrunRank(port, lateRank, lateSize);
+    loomComm_t comm = nullptr;
+    const auto asked = Clock::now();
+    const loomResult_t result = loomCommInitFromEnv(&comm);
+    const double seconds = secondsSince(asked);
+    const std::string message = loomGetLastError(nullptr);
+    state->answered.store(1);
+    LOOM_REQUIRE(result == loomInvalidUsage, std::string(loomGetErrorString(result)) + ": " + message);
+    LOOM_REQUIRE(message.find(reason) != std::string::npos, "the message lacks '" + reason + "': " + message);
+    LOOM_REQUIRE(seconds < 5.0, "the late rank waited " + std::to_string(seconds) + " s: " + message);
+  }, 60);
+  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+  EXPECT_LT(secondsSince(start), 10.0);
+}
+
+TEST(EnvInitLateRank, AThirdProcessJoiningATwoRankJobIsRefusedAtOnce) {
+  expectLateRankRefusedAtOnce({2, 2}, true, 2, 3,
+                              "the communicator of this id already formed with 2 ranks (0-1) without this rank "
+                              "(rank 2 of 3)");
+}
+
+TEST(EnvInitLateRank, ASecondRankOneIsRefusedAtOnce) {
+  expectLateRankRefusedAtOnce({2, 2}, true, 1, 2,
+                              "the communicator of this id already formed with 2 ranks (0-1) without this rank "
+                              "(rank 1 of 2: a second rank 1");
+}
+
+TEST(EnvInitLateRank, ARankComingAfterTheRootRefusedTheCommunicatorLearnsWhy) {
+  expectLateRankRefusedAtOnce({2, 3}, false, 2, 3,
+                              "refused the communicator: it was refused before this rank (rank 2 of 3) arrived, "
+                              "because: nranks mismatch");
+}
+
+// Rank 1 starts first with a short timeout; rank 0, the root, starts a second later with a long
+// one; rank 2 never comes. The root gives up just before rank 1 would, so rank 1's error (and
+// the root's own rank's, long before its own timeout) names who arrived and who did not, and
+// the root says so in WARN lines meanwhile (LOOM_INIT_REPORT_MS).
+TEST(EnvInitTimeout, RanksStartedBeforeTheRootLearnWhoIsMissing) {
+  const int port = freePortPair();
+  ASSERT_GT(port, 0);
+  setenv("LOOM_SOCKET_IFNAME", "lo", 0);
+  const auto outcomes = runProcesses(2, [&](int rank) {
+    setLoomrunRank(port, rank, 3);
+    setenv("LOOM_TIMEOUT_MS", rank == 1 ? "3000" : "20000", 1);
+    std::unique_ptr<test::StderrCapture> capture;
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      setenv("LOOM_INIT_REPORT_MS", "200", 1);
+      capture = std::make_unique<test::StderrCapture>();
+    }
+    loomComm_t comm = nullptr;
+    const auto start = Clock::now();
+    const loomResult_t result = loomCommInitFromEnv(&comm);
+    const double seconds = secondsSince(start);
+    const std::string message = loomGetLastError(nullptr);
+    const std::string log = capture ? capture->text() : "";
+    capture.reset();
+    LOOM_REQUIRE(result == loomSystemError, std::string(loomGetErrorString(result)) + ": " + message);
+    LOOM_REQUIRE(message.find("arrived 2 of 3: 0-1; missing: 2") != std::string::npos, message);
+    LOOM_REQUIRE(message.find("before rank 1's timeout ran out") != std::string::npos, message);
+    // Rank 1 hears before its own deadline (3 s from its start; it connected ~1 s in).
+    LOOM_REQUIRE(seconds < (rank == 1 ? 3.0 : 5.0), "took " + std::to_string(seconds) + " s: " + message);
+    if (rank == 0) {
+      LOOM_REQUIRE(log.find("still waiting for ranks after") != std::string::npos, "no WARN report: " + log);
+      LOOM_REQUIRE(log.find("arrived 2 of 3: 0-1; missing: 2") != std::string::npos, "report: " + log);
+    }
+  }, 60);
+  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
 }  // namespace

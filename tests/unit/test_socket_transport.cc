@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -199,13 +200,13 @@ TEST(SocketTransport, WorksOverTheSocketBootstrap) {
 // transport's listener addresses as they are published).
 class SpyBootstrap final : public Bootstrap {
  public:
-  SpyBootstrap(Bootstrap& inner, std::function<void(const uint8_t*)> hook)
+  SpyBootstrap(Bootstrap& inner, std::function<void(const uint8_t*, size_t)> hook)
       : inner_(inner), hook_(std::move(hook)) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   void allGather(void* data, size_t bytesPerRank) override {
     inner_.allGather(data, bytesPerRank);
-    hook_(static_cast<const uint8_t*>(data));
+    hook_(static_cast<const uint8_t*>(data), bytesPerRank);
   }
   void barrier() override { inner_.barrier(); }
   const Secret& secret() const override { return inner_.secret(); }
@@ -214,7 +215,7 @@ class SpyBootstrap final : public Bootstrap {
 
  private:
   Bootstrap& inner_;
-  std::function<void(const uint8_t*)> hook_;
+  std::function<void(const uint8_t*, size_t)> hook_;
 };
 
 TEST(SocketTransport, StrangersAtTheDataListenerAreDropped) {
@@ -224,9 +225,10 @@ TEST(SocketTransport, StrangersAtTheDataListenerAreDropped) {
   const auto start = Clock::now();
   test::runThreadRanks(2, [&](int rank, Bootstrap& bootstrap) {
     // Rank 0 (the connecting side) first sends strangers to rank 1's listener.
-    SpyBootstrap spy(bootstrap, [&](const uint8_t* table) {
+    SpyBootstrap spy(bootstrap, [&](const uint8_t* table, size_t recordBytes) {
       if (rank != 0) return;
-      sockaddr_storage target = net::decodeWireAddress(table + net::kWireAddressBytes, "test");
+      // Each rank's record starts with its listener's address.
+      sockaddr_storage target = net::decodeWireAddress(table + recordBytes, "test");
       auto deadline = net::Deadline::afterMs(5000);
       std::lock_guard lock(mutex);
       for (int i = 0; i < 3; ++i) {
@@ -274,9 +276,11 @@ TEST(SocketTransport, ClosedPeerGivesAnErrorNotAHang) {
       ADD_FAILURE() << "receive from a closed peer completed";
     } catch (const Error& error) {
       EXPECT_EQ(error.code(), loomRemoteError);
-      EXPECT_NE(std::string(error.what()).find("peer rank 1 (socket) closed the connection"),
-                std::string::npos)
-          << error.what();
+      // The phrase shm and the direct engine use for a peer that left, with its pid.
+      const std::string expected = "rank 1 (pid " + std::to_string(getpid()) +
+                                   ") left the communicator (loomCommDestroy, loomCommAbort, or its process exited): "
+                                   "it closed the connection: rank 0 receiving from peer rank 1 (socket)";
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
     }
   });
   test::runThreadRanks(2, [&](int rank, Bootstrap& bootstrap) {

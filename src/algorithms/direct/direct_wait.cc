@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "base/backoff.h"
 #include "base/error.h"
+#include "base/peer_left.h"
 
 namespace loom::algo {
 
@@ -27,12 +29,9 @@ void throwIfAnyDeparted(const std::atomic<uint64_t>& flag, uint64_t target, int 
   for (int rank = 0; rank < policy.arena->nranks(); ++rank) {
     if (rank == policy.selfRank || policy.arena->departed(rank).value.load(std::memory_order_acquire) == 0) continue;
     if (flag.load(std::memory_order_acquire) >= target) return;
-    std::string who = "rank " + std::to_string(rank);
-    if (policy.peerPids != nullptr && rank < static_cast<int>(policy.peerPids->size()) && (*policy.peerPids)[rank] != 0) {
-      who += " (pid " + std::to_string((*policy.peerPids)[rank]) + ")";
-    }
-    throw Error(loomRemoteError, policy.describe() + ": " + who +
-                                     " left the communicator (loomCommDestroy or loomCommAbort); waited for rank " +
+    const pid_t pid =
+        policy.peerPids != nullptr && rank < static_cast<int>(policy.peerPids->size()) ? (*policy.peerPids)[rank] : 0;
+    throw Error(loomRemoteError, policy.describe() + ": " + peerLeft(rank, pid) + "; waited for rank " +
                                      std::to_string(peer) + "'s " + what);
   }
 }
@@ -75,11 +74,18 @@ void waitForFlag(const std::atomic<uint64_t>& flag, uint64_t target, int peer, p
       lastProgressCheck = now;
       if (flag.load(std::memory_order_acquire) >= target) return;
       // Every dead rank, not only the awaited one: that one may have exited after failing
-      // because of an earlier death, which the message must still name.
-      const std::vector<DeadPeer> dead =
+      // because of an earlier death, which the message must still name. A rank that left the
+      // communicator before it exited did not die: it is named as having left, below.
+      std::vector<DeadPeer> dead =
           policy.peerPids != nullptr ? findDeadPeers(*policy.peerPids)
           : processDead(peerPid)     ? std::vector<DeadPeer>{DeadPeer{peer, peerPid}}
                                      : std::vector<DeadPeer>{};
+      if (policy.arena != nullptr) {
+        std::erase_if(dead, [&](const DeadPeer& gone) {
+          return gone.rank < policy.arena->nranks() &&
+                 policy.arena->departed(gone.rank).value.load(std::memory_order_acquire) != 0;
+        });
+      }
       if (!dead.empty()) {
         throw Error(loomRemoteError, policy.describe() + ": " + describeDeadPeers(dead) +
                                          "; waited for rank " + std::to_string(peer) + "'s " + what);

@@ -352,37 +352,53 @@ std::optional<AuthenticatedPeer> AuthenticatingAcceptor::next(net::Deadline dead
                                                               const std::atomic<bool>* abortFlag) {
   std::vector<pollfd> fds;
   for (;;) {
+    if (!ready_.empty()) {
+      AuthenticatedPeer peer = std::move(ready_.front());
+      ready_.erase(ready_.begin());
+      return peer;
+    }
     net::checkAbort(abortFlag, who_);
     if (deadline.expired()) return std::nullopt;
     net::Deadline wake = deadline;
-    fds.assign(1, pollfd{listenFd_, POLLIN, 0});
-    for (const auto& p : pending_) {
-      fds.push_back({p->socket.fd(), short(p->sent < p->out.size() ? POLLOUT : POLLIN), 0});
-      wake = wake.earlier(p->deadline);
-    }
-    int ready = ::poll(fds.data(), fds.size(), wake.pollTimeoutMs(net::kAbortCheckMs));
+    fds.clear();
+    appendPollFds(fds, wake);
+    const int ready = ::poll(fds.data(), fds.size(), wake.pollTimeoutMs(net::kAbortCheckMs));
     if (ready < 0 && errno != EINTR) throwSystem(who_ + ": poll");
-    // Walk backwards so erasing keeps the remaining indices aligned with fds.
-    for (size_t i = pending_.size(); i-- > 0;) {
-      if (ready <= 0 || fds[i + 1].revents == 0) continue;
-      try {
-        if (drive(*pending_[i], fds[i + 1].revents)) {
-          AuthenticatedPeer peer{std::move(pending_[i]->socket), std::move(pending_[i]->in),
-                                 std::move(pending_[i]->from)};
-          pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-          return peer;
-        }
-      } catch (const Error& error) {
-        drop(i, error.what());
-      }
-    }
-    for (size_t i = pending_.size(); i-- > 0;) {
-      if (pending_[i]->deadline.expired()) {
-        drop(i, "no complete handshake within " + std::to_string(handshakeTimeoutMs_) + " ms");
-      }
-    }
-    if (ready > 0 && (fds[0].revents & POLLIN)) acceptNew();
+    if (ready < 0) continue;  // interrupted: the revents say nothing
+    ready_ = serve(fds.data());
   }
+}
+
+void AuthenticatingAcceptor::appendPollFds(std::vector<pollfd>& fds, net::Deadline& wake) const {
+  fds.push_back(pollfd{listenFd_, POLLIN, 0});
+  for (const auto& p : pending_) {
+    fds.push_back({p->socket.fd(), short(p->sent < p->out.size() ? POLLOUT : POLLIN), 0});
+    wake = wake.earlier(p->deadline);
+  }
+}
+
+std::vector<AuthenticatedPeer> AuthenticatingAcceptor::serve(const pollfd* fds) {
+  std::vector<AuthenticatedPeer> done;
+  // Walk backwards so erasing keeps the remaining indices aligned with fds.
+  for (size_t i = pending_.size(); i-- > 0;) {
+    if (fds[i + 1].revents == 0) continue;
+    try {
+      if (drive(*pending_[i], fds[i + 1].revents)) {
+        done.push_back(AuthenticatedPeer{std::move(pending_[i]->socket), std::move(pending_[i]->in),
+                                         std::move(pending_[i]->from)});
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    } catch (const Error& error) {
+      drop(i, error.what());
+    }
+  }
+  for (size_t i = pending_.size(); i-- > 0;) {
+    if (pending_[i]->deadline.expired()) {
+      drop(i, "no complete handshake within " + std::to_string(handshakeTimeoutMs_) + " ms");
+    }
+  }
+  if (fds[0].revents & POLLIN) acceptNew();
+  return done;
 }
 
 }  // namespace loom::auth

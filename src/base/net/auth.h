@@ -12,6 +12,8 @@
 // learns nothing from the server before it has proved itself.
 #pragma once
 
+#include <poll.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -19,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/bootstrap.h"
@@ -106,6 +109,17 @@ class AuthenticatingAcceptor {
   // The next authenticated peer with its hello, or nullopt once `deadline` passes.
   std::optional<AuthenticatedPeer> next(net::Deadline deadline, const std::atomic<bool>* abortFlag);
 
+  // For a thread that watches several acceptors in one poll (the root's tombstones,
+  // bootstrap/root_registry.cc): appends this acceptor's descriptors to `fds` (the listener
+  // first) and moves `wake` to its nearest handshake deadline; after the poll, serve() takes
+  // the same entries with their revents and returns the peers that completed, dropping the
+  // handshakes that ran out of time and accepting new connections.
+  void appendPollFds(std::vector<pollfd>& fds, net::Deadline& wake) const;
+  std::vector<AuthenticatedPeer> serve(const pollfd* fds);
+  // The peers that completed in an earlier serve() and that next() has not returned yet: for
+  // whoever takes this acceptor over from a caller of next().
+  std::vector<AuthenticatedPeer> takeReady() { return std::exchange(ready_, {}); }
+
  private:
   struct Pending;
   void acceptNew();
@@ -120,6 +134,7 @@ class AuthenticatingAcceptor {
   std::string who_;
   int handshakeTimeoutMs_;
   std::vector<std::unique_ptr<Pending>> pending_;
+  std::vector<AuthenticatedPeer> ready_;  // completed by serve(), not yet returned by next()
 };
 
 }  // namespace loom::auth

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/peer_left.h"
 #include "transport/shm/doorbell.h"
 #include "transport/shm/shm_fifo.h"
 #include "transport/shm/shm_segment.h"
@@ -65,12 +66,13 @@ std::string doorbellName(const std::string& prefix, int rank) {
 // (the peer's), and ring the peer's doorbell whenever we publish data or free space for it.
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(Transport& owner, Doorbell& ownBell, int rank, int peer, ShmFifo incoming, ShmFifo outgoing,
-                ShmSegment peerBell)
+  ShmConnection(Transport& owner, Doorbell& ownBell, int rank, int peer, pid_t peerPid, ShmFifo incoming,
+                ShmFifo outgoing, ShmSegment peerBell)
       : owner_(owner),
         ownBell_(ownBell),
         rank_(rank),
         peer_(peer),
+        peerPid_(peerPid),
         incoming_(std::move(incoming)),
         outgoing_(std::move(outgoing)),
         peerBellSegment_(std::move(peerBell)),
@@ -146,9 +148,7 @@ class ShmConnection final : public Connection {
   // peer's last messages are still valid in our mapping.
   void checkPeerPresent() override {
     if (peerDeparted_->load(std::memory_order_acquire) == 0 || incoming_.filledSlots() != 0) return;
-    throwRemote("peer rank " + std::to_string(peer_) +
-                " left the communicator (loomCommDestroy or loomCommAbort) while rank " + std::to_string(rank_) +
-                " waited for it over shm");
+    throwRemote(peerLeft(peer_, peerPid_) + " while rank " + std::to_string(rank_) + " waited for it over shm");
   }
 
   void throwPeerReport() override {
@@ -242,6 +242,7 @@ class ShmConnection final : public Connection {
   Doorbell& ownBell_;
   const int rank_;
   const int peer_;
+  const pid_t peerPid_;  // for messages
   CallTag sendTag_;
   CallTag recvTag_;
   ShmFifo incoming_;
@@ -278,9 +279,10 @@ class ShmTransportImpl final : public Transport {
     for (auto& [peer, connection] : connections_) connection->wakePeer();
   }
 
-  void connect(int peer, ShmFifo incoming, ShmFifo outgoing, ShmSegment peerBell) {
-    connections_.emplace(peer, std::make_unique<ShmConnection>(*this, doorbell_, rank_, peer, std::move(incoming),
-                                                               std::move(outgoing), std::move(peerBell)));
+  void connect(int peer, pid_t peerPid, ShmFifo incoming, ShmFifo outgoing, ShmSegment peerBell) {
+    connections_.emplace(peer, std::make_unique<ShmConnection>(*this, doorbell_, rank_, peer, peerPid,
+                                                               std::move(incoming), std::move(outgoing),
+                                                               std::move(peerBell)));
   }
 
   const char* name() const override { return "shm"; }
@@ -432,7 +434,8 @@ std::unique_ptr<Transport> createShmTransport(Bootstrap& bootstrap,
 
   auto transport = std::make_unique<ShmTransportImpl>(rank, std::move(ownBell));
   for (int peer : peers) {
-    transport->connect(peer, std::move(incoming.at(peer)), std::move(outgoing.at(peer)), std::move(peerBells.at(peer)));
+    transport->connect(peer, doorbells[peer].pid, std::move(incoming.at(peer)), std::move(outgoing.at(peer)),
+                       std::move(peerBells.at(peer)));
   }
   LOOM_INFO(SHM, "shm: rank %d connected to %zu peers (%d slots of %zu bytes per direction)", rank,
             peers.size(), options.slotCount, options.slotBytes);

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/peer_left.h"
 
 namespace loom::transport {
 
@@ -453,8 +454,9 @@ void SocketConnection::fail(const char* direction, int err) {
                                       std::to_string(recvBytes_) + " bytes received"
                                 : "";
   if (err == 0 || err == ECONNRESET || err == EPIPE) {
-    throw Error(loomRemoteError, "peer rank " + std::to_string(peer_) +
-                                     " (socket) closed the connection: " + where + state);
+    // A closed connection without a failure report: the peer destroyed or aborted its
+    // communicator, or its process ended; the phrase shm and the direct engine use too.
+    throw Error(loomRemoteError, peerLeft(peer_, peerPid_) + ": it closed the connection: " + where + state);
   }
   throwSystem(where + state, err);
 }

@@ -8,6 +8,8 @@
 // report is caught before any payload byte is used. Lanes progress independently.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -47,6 +49,8 @@ class SocketConnection final : public Connection {
   // After this rank's call failed: if no message is half sent, tells the peer why in a
   // Failure frame (best effort, never blocks), then shuts down.
   void fail(int code, const std::string& reason);
+  // The peer's process id, named when the peer goes (0: unknown, not named).
+  void setPeerPid(pid_t pid) { peerPid_ = pid; }
 
   // Bytes each lane reads at once before handing them to the sink.
   static constexpr size_t kStagingBytes = 256 * 1024;
@@ -95,6 +99,7 @@ class SocketConnection final : public Connection {
   Transport* owner_;
   int self_;
   int peer_;
+  pid_t peerPid_ = 0;
   size_t stripe_;
   std::vector<Lane> lanes_;
 

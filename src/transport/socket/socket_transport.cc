@@ -2,6 +2,8 @@
 // Setting up the TCP transport: every rank listens, the addresses go round the bootstrap, and
 // for each pair of peers the lower rank connects socketsPerPeer sockets to the higher one. Each
 // socket authenticates and then says who it is; the higher rank sorts them by that hello.
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -23,6 +25,7 @@ namespace {
 constexpr uint32_t kHelloMagic = 0x53544d4cu;  // "LMTS"
 constexpr uint16_t kHelloVersion = 2;  // 2: messages framed (socket_wire.h)
 constexpr int kMaxSocketsPerPeer = 64;
+constexpr size_t kRecordBytes = net::kWireAddressBytes + 4;  // address | pid u32
 
 class SocketTransportImpl final : public Transport {
  public:
@@ -34,13 +37,14 @@ class SocketTransportImpl final : public Transport {
     if (faults_.any()) LOOM_WARN(NET, "%s: LOOM_FAULT injects %s", who_.c_str(), faults_.describe().c_str());
     validate(peers);
     net::Socket listener;
-    std::vector<uint8_t> table(net::kWireAddressBytes * bootstrap.size());
+    // Each rank's record: its listener's address and its pid (named when the peer goes).
+    std::vector<uint8_t> table(kRecordBytes * bootstrap.size());
     if (!peers.empty()) {
       listener = net::openListener(bootstrap.localAddress());
-      net::encodeWireAddress(net::boundAddress(listener.fd()),
-                             table.data() + rank_ * net::kWireAddressBytes);
+      net::encodeWireAddress(net::boundAddress(listener.fd()), table.data() + rank_ * kRecordBytes);
     }
-    bootstrap.allGather(table.data(), net::kWireAddressBytes);
+    net::putU32(table.data() + rank_ * kRecordBytes + net::kWireAddressBytes, static_cast<uint32_t>(getpid()));
+    bootstrap.allGather(table.data(), kRecordBytes);
 
     const auto deadline = net::Deadline::afterMs(options.timeoutMs);
     std::vector<int> higher;
@@ -50,11 +54,13 @@ class SocketTransportImpl final : public Transport {
     // Connect up before accepting from below: the highest rank of any chain only accepts, so
     // the waits resolve from the top down and can never form a cycle.
     for (int peer : higher) {
-      auto address = net::decodeWireAddress(table.data() + peer * net::kWireAddressBytes,
-                                            "socket transport address");
+      auto address = net::decodeWireAddress(table.data() + peer * kRecordBytes, "socket transport address");
       connections_[peer] = connectTo(peer, address, deadline);
     }
     if (!lower.empty()) acceptFrom(lower, listener, deadline);
+    for (auto& [peer, connection] : connections_) {
+      connection->setPeerPid(static_cast<pid_t>(net::getU32(table.data() + peer * kRecordBytes + net::kWireAddressBytes)));
+    }
     LOOM_TRACE(NET, "%s: connected to %zu peers with %d sockets each", who_.c_str(), peers.size(),
                options.socketsPerPeer);
   }

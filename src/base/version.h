@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Loom's version as text: meson's project version, with the git revision when built from a git
+// checkout ("0.1.0+g0123456789ab", ".dirty" appended when tracked files differed from that
+// commit), just "0.1.0" otherwise. The build writes it (src/base/version_string.cc.in, through
+// tools/version/loom_version.py) on every ninja run, so a new commit needs no reconfigure.
+// loomGetVersionString() returns it; every tool's --version prints versionLine().
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace loom {
+
+// A static string, never null.
+const char* versionString() noexcept;
+
+// What a tool's --version prints: "<tool> (Loom) <version>\n".
+inline std::string versionLine(std::string_view tool) {
+  return std::string(tool) + " (Loom) " + versionString() + "\n";
+}
+
+}  // namespace loom

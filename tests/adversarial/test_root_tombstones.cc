@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// The root's tombstones (src/bootstrap/root_tombstone.h): once a rendezvous is over, its
+// listener stays open in the root's process and answers every late rank at once. What that
+// must not break or leak:
+//   - a process pins its next communicator to the same address (LOOM_COMM_ID): the tombstone
+//     gives the port back; a rendezvous still waiting there is a clear error instead;
+//   - an address another program holds is a clear error;
+//   - a process keeps at most the 16 most recent tombstones (the oldest is closed);
+//   - a child forked from the root's process does not keep the port open after the root's
+//     process has gone (a late rank would connect and then wait for its whole timeout).
+// Every case runs with the default timeout (10 minutes) under a guard of a few seconds.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <loom.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "tests/support/free_port.h"
+#include "tests/support/multiprocess.h"
+
+namespace loom::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGuardSeconds = 20;
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Waits (bounded) until `flag` is set by another process.
+void awaitFlag(const std::atomic<int>& flag, const char* what) {
+  const auto giveUp = Clock::now() + std::chrono::seconds(kGuardSeconds);
+  while (flag.load() == 0) {
+    LOOM_REQUIRE(Clock::now() < giveUp, std::string("never happened: ") + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// Whether process `pid` has ended: every thread of it a zombie, or gone (the leader turns
+// zombie before its other threads have exited, and its descriptors close with the last one).
+bool processGone(pid_t pid) {
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
+    FILE* stat = std::fopen((task.path() / "stat").c_str(), "r");
+    if (stat == nullptr) continue;
+    char state = '?';
+    const int read = std::fscanf(stat, "%*d %*s %c", &state);
+    std::fclose(stat);
+    if (read == 1 && state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
+// A communicator of one rank on `id`: its rendezvous is over at once, leaving a tombstone.
+void formAlone(const loomUniqueId& id) {
+  loomComm_t comm = nullptr;
+  LOOM_REQUIRE(loomCommInitRank(&comm, 1, id, 0) == loomSuccess, loomGetLastError(nullptr));
+  LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+}
+
+// A late rank 0 of 1 on `id`: refused within 2 s with `mention` in the message.
+void expectLateRankRefused(const loomUniqueId& id, const std::string& mention) {
+  loomComm_t comm = nullptr;
+  const auto start = Clock::now();
+  const loomResult_t result = loomCommInitRank(&comm, 1, id, 0);
+  const double seconds = secondsSince(start);
+  const std::string message = loomGetLastError(nullptr);
+  LOOM_REQUIRE(result == loomInvalidUsage, std::string(loomGetErrorString(result)) + ": " + message);
+  LOOM_REQUIRE(message.find(mention) != std::string::npos, "no '" + mention + "' in: " + message);
+  LOOM_REQUIRE(seconds < 2.0, "took " + std::to_string(seconds) + " s: " + message);
+}
+
+TEST(RootTombstones, AProcessPinsItsNextCommunicatorsToTheSameAddress) {
+  const std::string address = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+  const auto outcomes = runProcesses(1, [&](int) {
+    unsetenv("LOOM_TIMEOUT_MS");
+    setenv("LOOM_COMM_ID", address.c_str(), 1);
+    loomUniqueId id;
+    for (int job = 0; job < 3; ++job) {
+      LOOM_REQUIRE(loomGetUniqueId(&id) == loomSuccess, "job " + std::to_string(job) + ": " + loomGetLastError(nullptr));
+      formAlone(id);
+    }
+    // The last one's tombstone answers a late rank, until the address is taken again.
+    expectLateRankRefused(id, "already formed with 1 rank (0) without this rank (rank 0 of 1: a second rank 0");
+    // A rendezvous still waiting there is not closed under its ranks' feet.
+    LOOM_REQUIRE(loomGetUniqueId(&id) == loomSuccess, loomGetLastError(nullptr));
+    const loomResult_t again = loomGetUniqueId(&id);
+    const std::string message = loomGetLastError(nullptr);
+    LOOM_REQUIRE(again == loomInvalidUsage, std::string(loomGetErrorString(again)) + ": " + message);
+    LOOM_REQUIRE(message.find("the rendezvous of an earlier communicator of this process still listens at " +
+                              address) != std::string::npos,
+                 message);
+  }, kGuardSeconds);
+  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+}
+
+TEST(RootTombstones, AnAddressAnotherProgramHoldsIsAClearError) {
+  const int port = freeLoopbackPort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  SharedAcrossFork<std::atomic<int>> listening, checked;
+  const auto outcomes = runProcesses(2, [&](int slot) {
+    if (slot == 0) {  // another program, listening there
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in bound{};
+      bound.sin_family = AF_INET;
+      bound.sin_port = htons(static_cast<uint16_t>(port));
+      bound.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      LOOM_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&bound), sizeof bound) == 0 && ::listen(fd, 4) == 0,
+                   "the other program could not listen");
+      listening->store(1);
+      awaitFlag(*checked, "the root's attempt");
+      ::close(fd);
+      return;
+    }
+    awaitFlag(*listening, "the other program");
+    setenv("LOOM_COMM_ID", address.c_str(), 1);
+    loomUniqueId id;
+    const loomResult_t result = loomGetUniqueId(&id);
+    const std::string message = loomGetLastError(nullptr);
+    checked->store(1);
+    LOOM_REQUIRE(result == loomSystemError, std::string(loomGetErrorString(result)) + ": " + message);
+    LOOM_REQUIRE(message.find("the root cannot listen at " + address + ": the address is in use") != std::string::npos,
+                 message);
+  }, kGuardSeconds);
+  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+}
+
+constexpr int kCommunicators = 18;  // two more than a process keeps
+
+TEST(RootTombstones, AProcessKeepsTheSixteenMostRecent) {
+  struct Shared {
+    loomUniqueId ids[kCommunicators];
+    std::atomic<int> formed{0};
+    std::atomic<int> checked{0};
+  };
+  SharedAcrossFork<Shared> shared;
+  const auto outcomes = runProcesses(2, [&](int slot) {
+    unsetenv("LOOM_TIMEOUT_MS");
+    if (slot == 0) {  // the roots' process
+      // Pinned below the ephemeral range: a closed root's port is not handed to another socket.
+      for (loomUniqueId& id : shared->ids) {
+        setenv("LOOM_COMM_ID", ("127.0.0.1:" + std::to_string(freePortBelowEphemeralRange())).c_str(), 1);
+        LOOM_REQUIRE(loomGetUniqueId(&id) == loomSuccess, loomGetLastError(nullptr));
+        formAlone(id);
+      }
+      shared->formed.store(1);
+      awaitFlag(shared->checked, "the late ranks' answers");
+      return;
+    }
+    awaitFlag(shared->formed, "the communicators");
+    // The newest answers (and, being served, was taken with the evictions it caused) ...
+    expectLateRankRefused(shared->ids[kCommunicators - 1], "already formed with 1 rank (0)");
+    expectLateRankRefused(shared->ids[kCommunicators - 16], "already formed with 1 rank (0)");
+    // ... the oldest two were closed.
+    expectLateRankRefused(shared->ids[0], "no longer accepts ranks");
+    expectLateRankRefused(shared->ids[1], "no longer accepts ranks");
+    shared->checked.store(1);
+  }, kGuardSeconds);
+  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+}
+
+TEST(RootTombstones, AForkedChildDoesNotKeepTheRootsPortOpen) {
+  struct Shared {
+    loomUniqueId id;
+    std::atomic<int> forked{0};
+    std::atomic<int> childRuns{0};
+    std::atomic<pid_t> root{0};
+    std::atomic<pid_t> child{0};
+  };
+  SharedAcrossFork<Shared> shared;
+  const auto outcomes = runProcesses(2, [&](int slot) {
+    unsetenv("LOOM_TIMEOUT_MS");
+    if (slot == 0) {  // the root's process: forms, forks a long-lived child, and exits
+      shared->root.store(getpid());
+      // Pinned below the ephemeral range: the closed port is not handed to another socket.
+      setenv("LOOM_COMM_ID", ("127.0.0.1:" + std::to_string(freePortBelowEphemeralRange())).c_str(), 1);
+      LOOM_REQUIRE(loomGetUniqueId(&shared->id) == loomSuccess, loomGetLastError(nullptr));
+      formAlone(shared->id);
+      const pid_t child = fork();
+      LOOM_REQUIRE(child >= 0, "fork failed");
+      if (child == 0) {
+        shared->childRuns.store(1);  // past fork(): its fork handlers have run
+        std::this_thread::sleep_for(std::chrono::seconds(kGuardSeconds));
+        _exit(0);
+      }
+      shared->child.store(child);
+      awaitFlag(shared->childRuns, "the child");
+      shared->forked.store(1);
+      return;
+    }
+    awaitFlag(shared->forked, "the root's child");
+    const auto giveUp = Clock::now() + std::chrono::seconds(5);
+    while (!processGone(shared->root.load()) && Clock::now() < giveUp) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    // The child lives on; the port must be closed all the same: refused, not a silent listener.
+    expectLateRankRefused(shared->id, "no longer accepts ranks");
+    ::kill(shared->child.load(), SIGKILL);
+  }, kGuardSeconds);
+  if (shared->child.load() > 0) ::kill(shared->child.load(), SIGKILL);
+  for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
+}
+
+}  // namespace
+}  // namespace loom::test
