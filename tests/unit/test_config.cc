@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The configuration registry (src/base/config): every entry well-formed, one message per bad
 // value whichever part of Loom reads the variable, warnings for unknown variables and choice
-// values, and README's table equal to what the registry makes of itself.
+// values, and docs/configuration.md's tables equal to what the registry makes of itself.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -446,7 +446,7 @@ TEST(ConfigSameMessage, FaultListsReportTheWholeVariable) {
             "LOOM_FAULT=\"close_after\": 'close_after' is not name=value[@rank]");
 }
 
-// ---- loom-env and README -------------------------------------------------------------------------
+// ---- loom-env and docs/configuration.md ----------------------------------------------------------
 
 struct ToolRun {
   int exitCode = -1;
@@ -485,24 +485,24 @@ TEST(LoomEnv, ChecksTheVariablesSetNow) {
   }
 }
 
-TEST(LoomEnv, ReadmeHoldsTheGeneratedTables) {
+TEST(LoomEnv, ConfigurationDocHoldsTheGeneratedTables) {
   const char* data = std::getenv("LOOM_TEST_DATA");  // tests/data
   ASSERT_NE(data, nullptr);
-  const std::string readmePath = std::string(data) + "/../../README.md";
-  const std::string readme = readFile(readmePath);
-  ASSERT_FALSE(readme.empty()) << "cannot read " << readmePath;
+  const std::string docPath = std::string(data) + "/../../docs/configuration.md";
+  const std::string doc = readFile(docPath);
+  ASSERT_FALSE(doc.empty()) << "cannot read " << docPath;
   const std::string begin = "<!-- made by `loom-env --markdown`";
   const std::string end = "<!-- end of `loom-env --markdown` -->";
-  const size_t beginLine = readme.find(begin);
-  ASSERT_NE(beginLine, std::string::npos) << "README.md lacks the marker " << begin;
-  const size_t from = readme.find('\n', beginLine) + 1;
-  const size_t to = readme.find(end, from);
-  ASSERT_NE(to, std::string::npos) << "README.md lacks the marker " << end;
+  const size_t beginLine = doc.find(begin);
+  ASSERT_NE(beginLine, std::string::npos) << "docs/configuration.md lacks the marker " << begin;
+  const size_t from = doc.find('\n', beginLine) + 1;
+  const size_t to = doc.find(end, from);
+  ASSERT_NE(to, std::string::npos) << "docs/configuration.md lacks the marker " << end;
   const ToolRun generated = runLoomEnv("--markdown");
   ASSERT_EQ(generated.exitCode, 0) << generated.out;
-  EXPECT_TRUE(readme.substr(from, to - from) == generated.out)
-      << "README.md's Configuration tables differ from the registry (src/base/config_knobs.cc); "
-         "regenerate them with\n  build/tools/loom-env --update-readme README.md\n"
+  EXPECT_TRUE(doc.substr(from, to - from) == generated.out)
+      << "docs/configuration.md's tables differ from the registry (src/base/config_knobs.cc); "
+         "regenerate them with\n  build/tools/loom-env --update-docs docs/configuration.md\n"
          "--- loom-env --markdown ---\n"
       << generated.out;
 }
