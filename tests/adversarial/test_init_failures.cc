@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tests/support/free_port.h"
+#include "tests/support/process_state.h"
 #include "tests/support/multiprocess.h"
 
 namespace loom::test {
@@ -72,39 +73,12 @@ class Event {
 // Every child uses the library's default timeout (10 minutes) unless a test says otherwise.
 void useDefaultTimeout() { unsetenv("LOOM_TIMEOUT_MS"); }
 
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 void expectAllOk(const std::vector<RankOutcome>& outcomes) {
   for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
 // How the 2-rank job stands when the late rank asks.
 enum class Job { Running, Destroyed, RootProcessGone };
-
-// Whether process `pid` has ended: every thread of it a zombie, or gone (the leader turns
-// zombie before its other threads have exited, and its descriptors close with the last one).
-bool processGone(pid_t pid) {
-  std::error_code error;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
-    FILE* stat = std::fopen((task.path() / "stat").c_str(), "r");
-    if (stat == nullptr) continue;
-    char state = '?';
-    const int read = std::fscanf(stat, "%*d %*s %c", &state);
-    std::fclose(stat);
-    if (read == 1 && state != 'Z' && state != 'X') return false;
-  }
-  return true;
-}
 
 // Rank `lateRank` of `lateNranks` joins with the same uniqueId after ranks 0 and 1 of a 2-rank
 // job have formed their communicator (and, per `job`, destroyed it again, or even exited). It

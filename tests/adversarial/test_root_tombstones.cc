@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "tests/support/free_port.h"
+#include "tests/support/process_state.h"
 #include "tests/support/multiprocess.h"
 
 namespace loom::test {
@@ -37,18 +38,6 @@ constexpr int kGuardSeconds = 20;
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 // Waits (bounded) until `flag` is set by another process.
 void awaitFlag(const std::atomic<int>& flag, const char* what) {
   const auto giveUp = Clock::now() + std::chrono::seconds(kGuardSeconds);
@@ -56,21 +45,6 @@ void awaitFlag(const std::atomic<int>& flag, const char* what) {
     LOOM_REQUIRE(Clock::now() < giveUp, std::string("never happened: ") + what);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-}
-
-// Whether process `pid` has ended: every thread of it a zombie, or gone (the leader turns
-// zombie before its other threads have exited, and its descriptors close with the last one).
-bool processGone(pid_t pid) {
-  std::error_code error;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
-    FILE* stat = std::fopen((task.path() / "stat").c_str(), "r");
-    if (stat == nullptr) continue;
-    char state = '?';
-    const int read = std::fscanf(stat, "%*d %*s %c", &state);
-    std::fclose(stat);
-    if (read == 1 && state != 'Z' && state != 'X') return false;
-  }
-  return true;
 }
 
 // A communicator of one rank on `id`: its rendezvous is over at once, leaving a tombstone.

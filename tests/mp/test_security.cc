@@ -25,6 +25,7 @@
 
 #include "loom.h"
 #include "tests/mp/collective_checks.h"
+#include "tests/support/free_port.h"
 #include "tests/support/multiprocess.h"
 
 namespace loom::test {
@@ -41,21 +42,6 @@ double secondsSince(Clock::time_point start) {
 constexpr size_t kAssumedSecretOffset = 40;
 
 // A port nobody listens on right now (bind to port 0, read it back, close).
-int freeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 // The rank with the bad id/secret: refused by the root, or its id rejected outright.
 bool isRefusal(loomResult_t rc) {
   return rc == loomRemoteError || rc == loomInvalidArgument || rc == loomSystemError;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A loopback port that is free now and below the kernel's ephemeral range, for a root pinned
+// Free loopback ports for tests that pin a root's address.
+//
+// freePortBelowEphemeralRange: a loopback port that is free now and below the kernel's ephemeral range, for a root pinned
 // with LOOM_COMM_ID in tests where the root's port goes away and a rank connects to it again: a
 // port from the ephemeral range can meanwhile be handed to any new socket (the connecting
 // rank's own listener, or the connecting socket itself, which then talks to itself).
@@ -15,6 +17,22 @@
 #include <stdexcept>
 
 namespace loom::test {
+
+// A loopback port the kernel hands out now (ephemeral range): free for a listener bound soon
+// after, where nothing connects to it once it has gone away.
+inline int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() for a free port failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  ::close(fd);
+  if (!bound) throw std::runtime_error("no free loopback port");
+  return ntohs(address.sin_port);
+}
 
 inline int freePortBelowEphemeralRange() {
   int low = 32768;
