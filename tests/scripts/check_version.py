@@ -13,7 +13,6 @@ once for the two communicators of `all_reduce_perf -t 2`.
                      [--python PY] [--info LOOMRUN ALL_REDUCE_PERF]
 """
 import argparse
-import ctypes
 import os
 import re
 import subprocess
@@ -35,9 +34,21 @@ def run(cmd, env=None, timeout=120):
 
 
 def library_version(path):
-    lib = ctypes.CDLL(path)
-    lib.loomGetVersionString.restype = ctypes.c_char_p
-    return lib.loomGetVersionString().decode()
+    """loomGetVersionString() of the library at `path`, read by a child Python through ctypes.
+    In a child, because a sanitizer build's libloom brings its runtime, which must come first in
+    a process; a Python that loads it later is allowed to go on (verify_asan_link_order=0), and
+    leaks of the uninstrumented interpreter are not the library's (detect_leaks=0)."""
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0",
+                                                 "detect_leaks=0"]))
+    code = ("import ctypes, sys\n"
+            "lib = ctypes.CDLL(sys.argv[1])\n"
+            "lib.loomGetVersionString.restype = ctypes.c_char_p\n"
+            "print(lib.loomGetVersionString().decode())\n")
+    result = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise SystemExit(f"could not read loomGetVersionString() from {path}: {result.stderr.strip()}")
+    return result.stdout.strip()
 
 
 def in_git_checkout(source_root):
