@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string_view>
 
 #include "base/version.h"
@@ -56,11 +55,6 @@ void printHelp(std::FILE* out, const char* tool) {
                "  [-h,--help]\n"
                "  [--version]                  print the version (Loom's) and exit\n",
                tool);
-}
-
-[[noreturn]] void printVersion(const char* tool) {
-  std::fputs(versionLine(tool).c_str(), stdout);
-  std::exit(0);
 }
 
 [[noreturn]] void usageError(const char* tool, const std::string& message) {
@@ -133,9 +127,7 @@ Options parseOptions(int argc, char** argv, const char* tool) {
                                  {nullptr, 0, nullptr, 0}};
   // Before any other option is checked, and so before a backend starts: --version answers
   // whatever else the command line holds (getopt below takes its abbreviations too).
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) printVersion(tool);
-  }
+  exitOnVersionFlag(argc, argv, tool);
   Options options;
   long value = 0;
   optind = 1;
@@ -243,7 +235,7 @@ Options parseOptions(int argc, char** argv, const char* tool) {
         printHelp(stdout, tool);
         std::exit(0);
       case 'V':
-        printVersion(tool);
+        exitWithVersion(tool);
       default:
         usageError(tool, "unknown option");
     }

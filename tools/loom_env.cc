@@ -167,12 +167,7 @@ int checkEnvironment() {
 
 int main(int argc, char** argv) {
   // Before any other argument is looked at: --version answers whatever else is given.
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--version") {
-      std::cout << loom::versionLine("loom-env");
-      return 0;
-    }
-  }
+  loom::exitOnVersionFlag(argc, argv, "loom-env");
   const std::string option = argc > 1 ? argv[1] : "";
   if (argc == 1) return checkEnvironment() == 0 ? 0 : kExitProblem;
   if (argc == 2 && (option == "-h" || option == "--help")) {

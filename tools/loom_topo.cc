@@ -3,7 +3,6 @@
 // XML), the paths between its GPUs, NICs and CPUs, and the rings and trees the search picks.
 // Text for people, --json for scripts, --dot for a picture.
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -69,12 +68,7 @@ int parseNodes(const std::string& text) {
 Options parseOptions(int argc, char** argv) {
   // Before the environment or any other argument is read: --version answers whatever else is
   // given.
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::cout << loom::versionLine("loom-topo");
-      std::exit(0);
-    }
-  }
+  loom::exitOnVersionFlag(argc, argv, "loom-topo");
   Options options;
   // The library's variables first, so that the command line overrides them.
   options.request = loom::topology::TopologyRequest::fromEnvironment();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -99,13 +100,9 @@ void ThreadTeam::work(int thread) {
 Arguments::Arguments(int argc, char** argv, std::string usage)
     : program_(argc > 0 ? argv[0] : "?"), usage_(std::move(usage) + " [--help] [--version]") {
   // Before any other argument is checked: --version answers whatever else is given.
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) {
-      const std::string name = program_.substr(program_.rfind('/') + 1);  // npos + 1 == 0
-      std::fputs(versionLine(name).c_str(), stdout);
-      std::exit(0);
-    }
-  }
+  // npos + 1 == 0: a name without a folder is taken whole.
+  const std::string_view name = std::string_view(program_).substr(program_.rfind('/') + 1);
+  exitOnVersionFlag(argc, argv, name);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {

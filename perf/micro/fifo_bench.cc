@@ -22,6 +22,7 @@
 #include <string>
 
 #include "aligned_buffer.h"
+#include "base/version.h"
 #include "kernels/host/host_reduce.h"
 #include "micro_flags.h"
 #include "recording_reporter.h"
@@ -191,7 +192,7 @@ void registerBenchmarks(const ShmPairOptions& options) {
 
 int main(int argc, char** argv) {
   using namespace loom::micro;
-  exitOnVersionFlag(argc, argv, "fifo_bench");
+  loom::exitOnVersionFlag(argc, argv, "fifo_bench");
   const MicroFlags flags(argc, argv, {"pin", "slot_bytes", "slots"});
   ShmPairOptions options = planCpus(flags.boolean("pin", true));
   options.shm.slotBytes =

@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "bandwidth_summary.h"
+#include "base/version.h"
 #include "kernel_cases.h"
 #include "kernels/host/host_reduce_isa.h"
 #include "micro_flags.h"
@@ -41,7 +42,7 @@ std::vector<HostIsa> chosenIsas(const std::string& choice) {
 
 int main(int argc, char** argv) {
   using namespace loom::micro;
-  exitOnVersionFlag(argc, argv, "kernel_bench");
+  loom::exitOnVersionFlag(argc, argv, "kernel_bench");
   const MicroFlags flags(argc, argv, {"isa", "all_ops"});
   KernelSelection selection;
   selection.isas =

@@ -6,20 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-
-#include "base/version.h"
 
 namespace loom::micro {
-
-void exitOnVersionFlag(int argc, char** argv, const char* tool) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::fputs(versionLine(tool).c_str(), stdout);
-      std::exit(0);
-    }
-  }
-}
 
 void printHelp() {
   benchmark::PrintDefaultHelp();

@@ -9,10 +9,6 @@
 
 namespace loom::micro {
 
-// --version anywhere in argv: prints "<tool> (Loom) <version>" and exits 0, before any other
-// flag is read.
-void exitOnVersionFlag(int argc, char** argv, const char* tool);
-
 // Google Benchmark's --help, then the flags every program here adds (--version); pass it to
 // benchmark::Initialize.
 void printHelp();

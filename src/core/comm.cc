@@ -106,15 +106,18 @@ uint64_t Communicator::nextSerial() {
   return serials.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-std::string Communicator::callName(const algo::CallSpec& call) {
+namespace {
+// "allreduce #2 (10 x float32": what callName and describeCall both begin with.
+std::string callHead(const algo::CallSpec& call) {
   return std::string(algo::collectiveName(call.collective)) + " #" + std::to_string(call.sequence) + " (" +
-         std::to_string(call.count) + " x " + typeName(call.type) + ")";
+         std::to_string(call.count) + " x " + typeName(call.type);
 }
+}  // namespace
+
+std::string Communicator::callName(const algo::CallSpec& call) { return callHead(call) + ")"; }
 
 std::string Communicator::describeCall(const algo::CallSpec& call) const {
-  return std::string(algo::collectiveName(call.collective)) + " #" + std::to_string(call.sequence) + " (" +
-         std::to_string(call.count) + " x " + typeName(call.type) + ", comm " + name_ + ", rank " +
-         std::to_string(rank_) + ")";
+  return callHead(call) + ", comm " + name_ + ", rank " + std::to_string(rank_) + ")";
 }
 
 void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
@@ -128,7 +131,8 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
   try {
     execute(call);
   } catch (...) {
-    recordFailure(callName(call));
+    const auto name = [&call] { return callName(call); };  // built only once the peers are told
+    recordFailure(name);
   }
   if (settings_.checkLevel >= 2) checkFinite(call, badInput);
 }
@@ -162,19 +166,30 @@ void Communicator::refuseIfFailed() {
 // A failure leaves connections holding half a message: peers learn of it from a failure report
 // (socket frame, shm slot) or by EOF, and the communicator is unusable from here on. Called
 // from the catch blocks of run() and runPeerOps(), with the exception in flight; `failedCall`
-// names the call for the refusals of later calls (refuseIfFailed).
-void Communicator::recordFailure(const std::string& failedCall) {
+// names the call for the refusals of later calls (refuseIfFailed). The name is built only
+// after failAll: were it built first, running out of memory there would leave the peers
+// waiting for their timeout.
+void Communicator::recordFailure(FunctionRef<std::string()> failedCall) {
+  // Out of memory for the name: later refusals say "an earlier call", and the caller still
+  // sees the original error rather than the allocation's.
+  const auto nameOf = [&failedCall]() noexcept {
+    try {
+      return failedCall();
+    } catch (...) {
+      return std::string();
+    }
+  };
   try {
     throw;
   } catch (const Error& error) {
     links_->failAll(error.code(), error.what());
     if (revoked()) throw;  // stopped on purpose: not an error of the communicator
-    errors_.record(error.code(), error.what(), failedCall);
+    errors_.record(error.code(), error.what(), nameOf());
     throw;
   } catch (const std::exception& error) {
     links_->failAll(loomInternalError, error.what());
     if (revoked()) throw;
-    errors_.record(loomInternalError, error.what(), failedCall);
+    errors_.record(loomInternalError, error.what(), nameOf());
     throw;
   }
 }

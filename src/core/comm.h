@@ -101,9 +101,6 @@ class Communicator {
 
   // The first error of any call, sticky, as loomCommGetAsyncError reports it; loomInProgress
   // while a revoked communicator still runs a call.
-  void recordAsyncError(loomResult_t code, const std::string& message, const std::string& failedCall = "") {
-    errors_.record(code, message, failedCall);
-  }
   loomResult_t asyncError(std::string* message = nullptr) const { return errors_.asyncError(message); }
 
  private:
@@ -123,8 +120,9 @@ class Communicator {
   void waitForTurn(uint64_t ticket, const algo::CallSpec& call);
   // After a failure: throws the refusal that names the failed call (ErrorState::refusal).
   void refuseIfFailed();
-  // Inside a catch block: tell the peers, record (naming `failedCall`), rethrow.
-  [[noreturn]] void recordFailure(const std::string& failedCall);
+  // Inside a catch block: tell the peers, record (naming the call by what `failedCall` builds,
+  // after the peers are told), rethrow.
+  [[noreturn]] void recordFailure(FunctionRef<std::string()> failedCall);
   // "allreduce #2 (10 x float32)": a call as a later call's refusal names it.
   static std::string callName(const algo::CallSpec& call);
   // What the executor needs of this communicator to run one schedule.

@@ -110,7 +110,8 @@ void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t t
     LOOM_TRACE(COLL, "%s: %zu steps", operation().c_str(), schedule.steps.size());
     algo::execute(batch, schedule, executionBuffers, context);
   } catch (...) {
-    recordFailure(operationName(ops));
+    const auto name = [&ops] { return operationName(ops); };  // built only once the peers are told
+    recordFailure(name);
   }
 }
 

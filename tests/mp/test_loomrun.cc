@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/process_state.h"
+
 extern char** environ;
 
 namespace {
@@ -187,17 +189,10 @@ std::optional<pid_t> awaitPidFile(const fs::path& path, Clock::duration limit = 
   }
 }
 
-// Gone = no such process, or a zombie waiting for init to reap it (it runs no more).
-bool processGone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-}
-
+// Gone = no such process, or only zombies waiting for init to reap them (they run no more).
 bool awaitGone(pid_t pid, Clock::duration limit = 3s) {
   auto deadline = Clock::now() + limit;
-  while (!processGone(pid)) {
+  while (!loom::test::processGone(pid)) {
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(20ms);
   }

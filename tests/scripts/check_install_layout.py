@@ -15,7 +15,9 @@ variable set to the staged prefix, so loom.pc's rpath points into the staged lib
 --define-prefix guesses the prefix from the .pc file's folder and gets a multiarch libdir such
 as lib/x86_64-linux-gnu wrong) and run on 4 ranks with the staged loomrun, in a clean
 environment (no LD_LIBRARY_PATH); and a staged perf tool starts (its rpath is relative to it)
-and prints its version.
+and prints its version. For a /usr prefix loom.pc must carry no rpath (/usr's libdir is a
+standard path, which distributions reject in an RPATH): there the program finds the staged
+libloom through LD_LIBRARY_PATH instead.
 
     check_install_layout.py BUILD_DIR README.md [--meson MESON...] [--cc CC...] [--cflag FLAG]...
                             [--run-env NAME=VALUE]...
@@ -101,12 +103,19 @@ def main():
         with tempfile.TemporaryDirectory(prefix="loom-installed-prog-") as workdir:
             env = readme_program.clean_env(PKG_CONFIG_PATH=os.path.join(staged["libdir"], "pkgconfig"))
             flags = readme_program.pkg_config([f"--define-variable=prefix={staged_prefix}"], env, workdir)
+            system_prefix = prefix == "/usr"
+            rpaths = [f for f in flags if "-rpath" in f]
+            want = "no rpath for a /usr prefix" if system_prefix else "an rpath"
+            check(not rpaths if system_prefix else bool(rpaths), f"loom.pc carries {want} (flags {flags})")
+            run_env = readme_program.name_values(args.run_env)
+            if system_prefix:
+                run_env["LD_LIBRARY_PATH"] = staged["libdir"]
             program = readme_program.build(args.readme, workdir, args.cc, args.cflag + flags)
-            picked = readme_program.libloom_of(program, readme_program.clean_env(), workdir)
+            picked = readme_program.libloom_of(program, readme_program.clean_env(**run_env), workdir)
+            how = "through LD_LIBRARY_PATH" if system_prefix else "through loom.pc's rpath"
             check(picked is not None and picked.startswith(os.path.realpath(staged["libdir"]) + os.sep),
-                  f"README's program loads the staged libloom through loom.pc's rpath ({picked})")
-            readme_program.run_ranks(os.path.join(staged["bindir"], "loomrun"), program, 4, workdir,
-                                     readme_program.name_values(args.run_env))
+                  f"README's program loads the staged libloom {how} ({picked})")
+            readme_program.run_ranks(os.path.join(staged["bindir"], "loomrun"), program, 4, workdir, run_env)
 
         perf = os.path.join(staged["libexecdir"], "loom", "all_reduce_perf")
         picked = readme_program.libloom_of(perf, readme_program.clean_env(), destdir)

@@ -34,6 +34,29 @@ inline int freeLoopbackPort() {
   return ntohs(address.sin_port);
 }
 
+// Whether a loopback listener could bind `port` right now.
+inline bool loopbackPortFree(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return free;
+}
+
+// A loopback port p with p and p + 1 both free now (torchrun's MASTER_PORT convention may use
+// either); -1 when none turned up.
+inline int freeLoopbackPortPair() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int port = freeLoopbackPort();
+    if (port < 65535 && loopbackPortFree(port) && loopbackPortFree(port + 1)) return port;
+  }
+  return -1;
+}
+
 inline int freePortBelowEphemeralRange() {
   int low = 32768;
   std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
@@ -43,14 +66,7 @@ inline int freePortBelowEphemeralRange() {
   std::mt19937 random(static_cast<unsigned>(getpid()) * 2654435761u);
   for (int attempt = 0; attempt < 200; ++attempt) {
     const int port = first + static_cast<int>(random() % static_cast<unsigned>(low - first));
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-    ::close(fd);
-    if (free) return port;
+    if (loopbackPortFree(port)) return port;
   }
   throw std::runtime_error("no free port below the ephemeral range");
 }
