@@ -176,7 +176,9 @@ typedef struct loomStore_v1 {
   /* Waits up to timeoutMs for `key` to be set, copies min(capacity, length) bytes of its
    * value into `value` and sets *length to the value's whole length. Returns loomInProgress
    * when the key is still missing after timeoutMs (Loom asks again, in slices of at most a
-   * second, until its own timeout, and stops early on loomCommAbort). */
+   * second, until its own timeout, and stops early on loomCommAbort). timeoutMs 0 means do not
+   * wait: answer at once, with the value or loomInProgress (Loom looks up that way which ranks
+   * have arrived, to name them while it waits). */
   loomResult_t (*get)(void* context, const char* key, void* value, size_t capacity,
                       size_t* length, int timeoutMs);
   /* Adds delta to the integer stored under `key` (a missing key counts as 0) and sets *result

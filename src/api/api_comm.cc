@@ -139,12 +139,14 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
   return api::guarded("loomGetUniqueId", [&] {
     if (uniqueId == nullptr) throwArgument("uniqueId is NULL");
     const std::string pinned = config::text(config::Knob::CommId);
+    RootOptions published;
+    published.published = true;  // the caller hands the id to ranks Loom cannot see
     if (pinned.empty()) {
-      *uniqueId = startRootServer(nullptr, nullptr);
+      *uniqueId = startRootServer(nullptr, nullptr, published);
       return;
     }
     sockaddr_storage address = commIdAddress(pinned);
-    *uniqueId = startRootServer(&address, nullptr);
+    *uniqueId = startRootServer(&address, nullptr, published);
   });
 }
 
@@ -195,7 +197,12 @@ loomResult_t loomCommInitFromEnv(loomComm_t* comm) {
     log::setThreadRank(job.rank);
     announceVersion();
     // Rank 0 hosts the rendezvous at the agreed address; the others retry until it is up.
-    if (job.rank == 0) startRootServer(&contents.rootAddress, &contents.secret);
+    if (job.rank == 0) {
+      RootOptions root;
+      root.published = true;  // every process of the job derives the id from its environment
+      root.generation = contents.generation;
+      startRootServer(&contents.rootAddress, &contents.secret, root);
+    }
     LOOM_INFO(INIT, "loomCommInitFromEnv: %s rank %d of %d, root %s", job.launcher.c_str(), job.rank,
               job.nranks, addressToString(contents.rootAddress).c_str());
     *comm = wrap(std::make_unique<Communicator>(encodeUniqueId(contents), job.nranks, job.rank,

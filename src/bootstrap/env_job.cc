@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/env_job.h"
 
+#include <atomic>
 #include <cstring>
 #include <optional>
 
@@ -130,11 +131,15 @@ EnvJob readEnvJob() {
 }
 
 UniqueIdContents envUniqueId(const EnvJob& job) {
+  // Every rank of the job makes the same calls in the same order, so the n-th here is the n-th
+  // on every rank: the generation that tells this communicator's root from the last one's.
+  static std::atomic<uint32_t> made{0};
   UniqueIdContents contents;
   contents.rootAddress = job.rootAddress;
   contents.secret = job.secret;
   contents.commUid = auth::deriveCommUid(job.secret);  // as startRootServer derives it
   contents.rootMayStartLate = true;  // the launcher starts every rank at about the same time
+  contents.generation = made.fetch_add(1) + 1;
   return contents;
 }
 

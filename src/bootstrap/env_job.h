@@ -23,7 +23,9 @@ EnvJob readEnvJob();
 sockaddr_storage commIdAddress(const std::string& text);
 
 // The unique id every rank of an environment-launched job agrees on without talking:
-// the root address and the secret from the environment, commUid derived from the secret.
+// the root address and the secret from the environment, commUid derived from the secret, and
+// the generation: how many times this process has called this, this call included (one call
+// per loomCommInitFromEnv that goes on to the rendezvous).
 UniqueIdContents envUniqueId(const EnvJob& job);
 
 }  // namespace loom

@@ -16,6 +16,7 @@ void encodeRankHello(const RankHello& hello, uint8_t* out) {
   net::putU32(out + 12, static_cast<uint32_t>(hello.rank));
   net::encodeWireAddress(hello.listener, out + 16);
   net::putU32(out + 16 + net::kWireAddressBytes, hello.waitMs);
+  net::putU32(out + 20 + net::kWireAddressBytes, hello.generation);
 }
 
 std::optional<RankHello> decodeRankHello(const uint8_t* in, std::string* why) {
@@ -23,8 +24,8 @@ std::optional<RankHello> decodeRankHello(const uint8_t* in, std::string* why) {
     *why = "rendezvous protocol mismatch (magic/version): ranks and root must run the same Loom release";
     return std::nullopt;
   }
-  if (net::getU16(in + 6) != 0 || net::getU32(in + 20 + net::kWireAddressBytes) != 0) {
-    *why = "malformed rendezvous hello (reserved fields set)";
+  if (net::getU16(in + 6) != 0) {
+    *why = "malformed rendezvous hello (reserved field set)";
     return std::nullopt;
   }
   RankHello hello;
@@ -37,6 +38,7 @@ std::optional<RankHello> decodeRankHello(const uint8_t* in, std::string* why) {
     return std::nullopt;
   }
   hello.waitMs = net::getU32(in + 16 + net::kWireAddressBytes);
+  hello.generation = net::getU32(in + 20 + net::kWireAddressBytes);
   return hello;
 }
 
@@ -54,7 +56,8 @@ std::optional<ReplyHeader> decodeReplyHeader(const uint8_t* in) {
   header.nranks = net::getU32(in + 8);
   header.payloadBytes = net::getU32(in + 12);
   if (net::getU32(in) != kReplyMagic || net::getU16(in + 4) != kProtocolVersion ||
-      (header.status != kStatusOk && header.status != kStatusError && header.status != kStatusTimedOut)) {
+      (header.status != kStatusOk && header.status != kStatusError && header.status != kStatusTimedOut &&
+       header.status != kStatusRetry)) {
     return std::nullopt;
   }
   return header;

@@ -4,18 +4,23 @@
 // fuzz target (tests/fuzz/bootstrap_wire_target.cc).
 //
 //   hello  magic "LMRH" u32 | version u16 | 0 u16 | nranks u32 | rank u32 |
-//          listener address (24, net::encodeWireAddress) | waitMs u32 | 0 u32     (48 bytes)
+//          listener address (24, net::encodeWireAddress) | waitMs u32 | generation u32 (48 bytes)
 //   reply  magic "LMRR" u32 | version u16 | status u16 | nranks u32 | payload bytes u32,
 //          then the payload: the table of listener addresses (status ok) or a message
 //
 // waitMs (version 2) is how long the rank waits for the reply from when it sent the hello: the
 // root gives up on missing ranks just before the first member would, so that every member
 // learns who had arrived and who had not, instead of a bare read timeout.
+//
+// generation (version 3) tells apart the communicators that one launcher's environment makes
+// in a row at one address with one secret (loomCommInitFromEnv: its n-th call in the process,
+// counted alike on every rank; 0 for a unique id's ranks). A rank that reaches the next init
+// first meets the last one's root or tombstone there, which answers kStatusRetry instead of
+// counting it in or turning it away: the rank comes back until the next root has the port.
 #pragma once
 
 #include <sys/socket.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -28,12 +33,13 @@ namespace loom::rendezvous {
 
 constexpr uint32_t kHelloMagic = 0x48524d4cu;  // "LMRH"
 constexpr uint32_t kReplyMagic = 0x52524d4cu;  // "LMRR"
-constexpr uint16_t kProtocolVersion = 2;       // 2: the hello says how long its rank waits
+constexpr uint16_t kProtocolVersion = 3;       // 2: how long the rank waits; 3: its generation
 constexpr size_t kRankHelloBytes = 24 + net::kWireAddressBytes;
 constexpr size_t kReplyHeaderBytes = 16;
 constexpr uint16_t kStatusOk = 0;
 constexpr uint16_t kStatusError = 1;     // the ranks disagree, or this rank came late (usage error)
 constexpr uint16_t kStatusTimedOut = 2;  // not every rank joined in time (system error)
+constexpr uint16_t kStatusRetry = 3;     // this root serves another generation: come back
 constexpr size_t kMaxErrorBytes = 4096;
 
 struct RankHello {
@@ -41,6 +47,7 @@ struct RankHello {
   int rank = 0;
   sockaddr_storage listener{};
   uint32_t waitMs = 0;  // 0: not said (the root then keeps to its own timeout)
+  uint32_t generation = 0;
 };
 
 void encodeRankHello(const RankHello& hello, uint8_t* out);

@@ -41,14 +41,17 @@ void tolerate(const Tombstone& tombstone, Step&& step) {
 
 // ---- HeldListener -----------------------------------------------------------------------------
 
-HeldListener::HeldListener(net::Socket socket) {
+HeldListener HeldListener::listen(const sockaddr_storage& address) {
   RootRegistry& registry = RootRegistry::instance();
+  HeldListener held;  // declared first: were it to close (reset) under the lock, it would wait for it
   std::lock_guard lock(registry.mutex_);
   registry.forgetInheritedLocked();
-  id_ = registry.nextId_++;
-  fd_ = socket.fd();
-  registry.held_[id_] = fd_;
-  (void)socket.release();  // ours now
+  net::Socket socket = net::openListener(address);
+  const uint64_t id = registry.nextId_++;
+  registry.held_[id] = socket.fd();
+  held.id_ = id;
+  held.fd_ = socket.release();  // ours now
+  return held;
 }
 
 HeldListener& HeldListener::operator=(HeldListener&& other) noexcept {
@@ -78,15 +81,18 @@ RootRegistry& RootRegistry::instance() {
   return registry;
 }
 
-RootRegistry::RootRegistry() : owner_(getpid()) {
+RootRegistry::RootRegistry() : closed_(std::make_unique<std::condition_variable>()), owner_(getpid()) {
   registryAlive.store(true);
   pthread_atfork(&RootRegistry::beforeFork, &RootRegistry::afterForkInParent, &RootRegistry::afterForkInChild);
 }
 
-// The keeper is stopped across fork, so that a process with tombstones forks as a process
-// without threads of Loom's (a child that starts threads of its own needs that, under
+// The keeper is stopped across fork, so that a process with tombstones forks without a thread
+// of Loom's that it did not ask for (a child that starts threads of its own needs that, under
 // ThreadSanitizer and with allocators that lack glibc's fork guard), and the lock is held, so
-// the child sees every list whole. The keeper's tombstones wait in kept_ meanwhile.
+// the child sees every list whole. The keeper's tombstones wait in kept_ meanwhile. The join
+// is bounded: woken (wake_), the keeper finishes the pass it is in, whose every step returns
+// at once (non-blocking sends and reads, at most AuthenticatingAcceptor::kMaxPending accepts a
+// listener, at most kMaxTombstones listeners), and leaves at the top of its loop.
 void RootRegistry::beforeFork() {
   if (!registryAlive.load()) return;
   RootRegistry& registry = instance();
@@ -108,15 +114,20 @@ void RootRegistry::afterForkInParent() {
   if (!registryAlive.load()) return;
   RootRegistry& registry = instance();
   registry.pausing_ = false;
-  if (!registry.stop_.load() && (!registry.kept_.empty() || !registry.buried_.empty())) {
+  // Tombstones nobody would serve are closed (after the lock: each listener's reset takes it).
+  std::vector<std::unique_ptr<Tombstone>> unservedKept, unservedBuried;
+  if (!registry.stop_.load() && !registry.keeperFailed_ && (!registry.kept_.empty() || !registry.buried_.empty())) {
     try {
       registry.startKeeperLocked();
     } catch (const std::exception& error) {
-      LOOM_WARN(NET, "root registry: the tombstones' keeper did not restart after fork: %s", error.what());
+      LOOM_WARN(NET, "root registry: the tombstones' keeper did not restart after fork (%s): closing them; later "
+                "ranks are refused instead of answered", error.what());
+      unservedKept.swap(registry.kept_);
+      unservedBuried.swap(registry.buried_);
     }
   }
   registry.mutex_.unlock();
-  registry.closed_.notify_all();  // a freePort waiting for the pause to end
+  registry.closed_->notify_all();  // a freePort waiting for the pause to end
 }
 
 void RootRegistry::afterForkInChild() {
@@ -131,9 +142,14 @@ void RootRegistry::afterForkInChild() {
 }
 
 // A forked child inherits these objects but not the threads: joining one could hang, so the
-// child leaks them; their listeners are closed already (afterForkInChild).
+// child leaks them; their listeners are closed already (afterForkInChild). The condition
+// variable is leaked too: the parent's threads that waited on it at the fork are counted in
+// it, and glibc would have a notify wait for them to wake.
 void RootRegistry::forgetInheritedLocked() {
   if (getpid() == owner_) return;
+  auto fresh = std::make_unique<std::condition_variable>();  // first: nothing is changed if it throws
+  (void)closed_.release();
+  closed_ = std::move(fresh);
   for (Server& server : servers_) (void)server.thread.release();
   servers_.clear();
   (void)keeper_.release();
@@ -143,6 +159,7 @@ void RootRegistry::forgetInheritedLocked() {
   kept_.clear();
   closeRequests_.clear();
   requested_ = served_ = 0;
+  keeperFailed_ = false;
   wake_.reset();
   owner_ = getpid();
 }
@@ -172,7 +189,7 @@ void RootRegistry::freePort(uint16_t port, const std::string& address) {
   std::unique_lock lock(mutex_);
   forgetInheritedLocked();
   // A fork in another thread has the keeper stopped: its tombstones are back at once.
-  closed_.wait_for(lock, std::chrono::milliseconds(kCloseWaitMs), [&] { return !pausing_; });
+  closed_->wait_for(lock, std::chrono::milliseconds(kCloseWaitMs), [&] { return !pausing_; });
   for (const Server& server : servers_) {
     if (server.port == port && !server.finished->load()) {
       throwUsage("the rendezvous of an earlier communicator of this process still listens at " + address +
@@ -185,11 +202,11 @@ void RootRegistry::freePort(uint16_t port, const std::string& address) {
     doomed.push_back(std::move(buried_[i]));
     buried_.erase(buried_.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  if (keeper_) {
+  if (keeper_ && !keeperFailed_) {
     closeRequests_.push_back(port);
     const uint64_t ticket = ++requested_;
     wakeKeeper();
-    if (!closed_.wait_for(lock, std::chrono::milliseconds(kCloseWaitMs), [&] { return served_ >= ticket; })) {
+    if (!closed_->wait_for(lock, std::chrono::milliseconds(kCloseWaitMs), [&] { return served_ >= ticket; })) {
       LOOM_WARN(NET, "root registry: the tombstone on %s did not close within %d ms", address.c_str(), kCloseWaitMs);
     }
   }
@@ -197,37 +214,56 @@ void RootRegistry::freePort(uint16_t port, const std::string& address) {
   doomed.clear();  // their listeners take the lock to close
 }
 
+// `body` owns its server, and the server's listener takes the lock to close: `task` holds it so
+// that, when the thread cannot start, it is destroyed after the lock is released, and the
+// thread lets go of it before it says it has finished, so a thread that is joined (below, and
+// in ~RootRegistry) never waits for the lock.
 void RootRegistry::startServer(uint16_t port, std::function<void(const std::atomic<bool>&)> body) {
-  std::lock_guard lock(mutex_);
-  forgetInheritedLocked();
-  for (size_t i = servers_.size(); i-- > 0;) {
-    if (servers_[i].finished->load()) {
-      servers_[i].thread->join();  // over already: returns at once
+  auto task = std::make_shared<std::function<void(const std::atomic<bool>&)>>(std::move(body));
+  std::vector<Server> over;
+  {
+    std::lock_guard lock(mutex_);
+    forgetInheritedLocked();
+    for (size_t i = servers_.size(); i-- > 0;) {
+      if (!servers_[i].finished->load()) continue;
+      over.push_back(std::move(servers_[i]));
       servers_.erase(servers_.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
+  for (Server& server : over) server.thread->join();  // over already: returns at once
   auto finished = std::make_shared<std::atomic<bool>>(false);
-  auto thread = std::make_unique<std::thread>([this, body = std::move(body), finished] {
+  std::lock_guard lock(mutex_);
+  servers_.reserve(servers_.size() + 1);  // a running thread is never dropped for want of memory
+  auto thread = std::make_unique<std::thread>([this, task, finished]() mutable {
     try {
-      body(stop_);
+      (*task)(stop_);
     } catch (const std::exception& error) {
       LOOM_WARN(NET, "root server failed: %s", error.what());
     }
+    task.reset();  // the last owner, unless startServer has not returned yet
     finished->store(true);
   });
   servers_.push_back(Server{std::move(thread), std::move(finished), port});
 }
 
-void RootRegistry::bury(uint16_t port, std::unique_ptr<Tombstone> tombstone) {
-  std::lock_guard lock(mutex_);
-  forgetInheritedLocked();
-  for (Server& server : servers_) {
-    if (server.port == port) server.port = 0;
+void RootRegistry::bury(uint16_t port, std::unique_ptr<Tombstone> tombstone) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    forgetInheritedLocked();
+    for (Server& server : servers_) {
+      if (server.port == port) server.port = 0;
+    }
+    // At process exit nobody is left to answer, nor after the keeper's poll failed.
+    if (tombstone && !stop_.load() && !keeperFailed_) {
+      if (!keeper_ && !pausing_) startKeeperLocked();  // paused: restarted after the fork
+      buried_.push_back(std::move(tombstone));
+      wakeKeeper();
+    }
+  } catch (const std::exception& error) {
+    LOOM_WARN(NET, "root tombstone on port %u not kept (%s): later ranks are refused instead of answered",
+              static_cast<unsigned>(port), error.what());
   }
-  if (stop_.load()) return;  // process exit: nobody to answer any more (destroyed after the lock)
-  buried_.push_back(std::move(tombstone));
-  if (!keeper_ && !pausing_) startKeeperLocked();  // paused: restarted after the fork
-  wakeKeeper();
+  tombstone.reset();  // not kept: closed here, after the lock (its listener's reset takes it)
 }
 
 void RootRegistry::startKeeperLocked() {
@@ -276,7 +312,7 @@ void RootRegistry::keep() {
       std::lock_guard lock(mutex_);
       served_ = std::max(served_, servedUpTo);
     }
-    closed_.notify_all();
+    closed_->notify_all();
     if (leave) return;
     for (const auto& tombstone : kept_) {
       tolerate(*tombstone, [&] { tombstone->answerWaiting(); });
@@ -291,15 +327,42 @@ void RootRegistry::keep() {
       tombstone->appendPollFds(fds, wake);
     }
     const int ready = ::poll(fds.data(), fds.size(), wake.pollTimeoutMs(kIdlePollMs));
-    if (ready < 0) continue;  // interrupted: the revents say nothing
+    if (ready < 0 && errno == EINTR) continue;  // the revents say nothing
+    if (ready < 0) {
+      leaveAfterPollFailure(errno);  // polling again would fail again, at once, for ever
+      return;
+    }
     if (fds[0].revents & POLLIN) {
       uint64_t count = 0;
       (void)!::read(wake_.fd(), &count, sizeof(count));
     }
-    for (size_t i = 0; i < kept_.size(); ++i) {
+    for (size_t i = kept_.size(); i-- > 0;) {
       tolerate(*kept_[i], [&] { kept_[i]->serve(fds.data() + firsts[i]); });
+      // An accept tried in this pass (its listener was readable) failed. The listener stays
+      // readable while accept fails: kept, it would wake the keeper at every poll, and a late
+      // rank would wait in its queue for nothing.
+      if ((fds[firsts[i]].revents & POLLIN) == 0 || kept_[i]->acceptError() == 0) continue;
+      LOOM_WARN(NET, "root tombstone on port %u: accept fails (%s): closing it; later ranks are refused instead "
+                "of answered", static_cast<unsigned>(kept_[i]->port()), errnoText(kept_[i]->acceptError()).c_str());
+      kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));  // closes it (its listener takes the lock)
     }
   }
+}
+
+void RootRegistry::leaveAfterPollFailure(int error) {
+  LOOM_WARN(NET, "root registry: the tombstones' keeper cannot poll (%s): closing the %zu tombstones of this "
+            "process; later ranks are refused instead of answered", errnoText(error).c_str(), kept_.size());
+  std::vector<std::unique_ptr<Tombstone>> buried;
+  {
+    std::lock_guard lock(mutex_);
+    keeperFailed_ = true;  // bury closes what comes later; freePort asks nobody
+    buried.swap(buried_);
+    closeRequests_.clear();
+    served_ = requested_;
+  }
+  closed_->notify_all();
+  buried.clear();
+  kept_.clear();  // only this thread touches it while the keeper runs
 }
 
 }  // namespace loom::rendezvous

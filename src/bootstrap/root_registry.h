@@ -7,9 +7,12 @@
 // Bounded: at most kMaxTombstones tombstones (the oldest is closed first), one keeper thread
 // for all. A port is given back before it is bound again (freePort: a LOOM_COMM_ID reused for
 // the next communicator of the same process). Around fork (pthread_atfork) the keeper is
-// stopped, so the process forks without threads of Loom's, and the child closes its copies of
+// stopped, so a process whose rendezvous are over forks without threads of Loom's here (the
+// server threads of rendezvous still in progress run on), and the child closes its copies of
 // every listener: a child that outlived the root would otherwise hold the port open with nobody
-// serving it, and late ranks would wait on it for their whole timeout.
+// serving it, and late ranks would wait on it for their whole timeout. A tombstone that cannot
+// be kept (no descriptor or thread for the keeper, its listener no longer accepts, the keeper's
+// poll fails) is closed: late ranks are then refused instead of answered, never left waiting.
 #pragma once
 
 #include <atomic>
@@ -34,7 +37,10 @@ class Tombstone;
 class HeldListener {
  public:
   HeldListener() = default;
-  explicit HeldListener(net::Socket socket);
+  // Binds and listens (net::openListener) under the registry's lock, so that a fork cannot
+  // come between and hand the child a copy the fork handler does not know of (it would hold
+  // the port for as long as the child lives).
+  static HeldListener listen(const sockaddr_storage& address);
   ~HeldListener() { reset(); }
   HeldListener(HeldListener&& other) noexcept : fd_(other.fd_), id_(other.id_) { other.fd_ = -1; }
   HeldListener& operator=(HeldListener&& other) noexcept;
@@ -60,9 +66,10 @@ class RootRegistry {
   void freePort(uint16_t port, const std::string& address);
   // Runs `body` (a server's rendezvous on `port`) on a thread of its own.
   void startServer(uint16_t port, std::function<void(const std::atomic<bool>& stop)> body);
-  // A finished rendezvous' listener and verdict, from its server's thread, before the server
-  // answers its ranks: from now on the keeper answers whoever comes later.
-  void bury(uint16_t port, std::unique_ptr<Tombstone> tombstone);
+  // From a finished rendezvous' server thread, before the server answers its ranks: `port` is
+  // free to bind again. `tombstone` (null: the server closed its listener) is kept: from now
+  // on the keeper answers whoever comes later; where it cannot be kept it is closed (WARN).
+  void bury(uint16_t port, std::unique_ptr<Tombstone> tombstone) noexcept;
 
   ~RootRegistry();
   RootRegistry(const RootRegistry&) = delete;
@@ -79,6 +86,7 @@ class RootRegistry {
   };
 
   void keep();  // the keeper thread
+  void leaveAfterPollFailure(int error);
   void startKeeperLocked();
   void wakeKeeper() const;
   void forgetInheritedLocked();
@@ -87,7 +95,9 @@ class RootRegistry {
   static void afterForkInChild();
 
   std::mutex mutex_;
-  std::condition_variable closed_;  // the keeper has served a close request
+  // The keeper has served a close request. Replaced in a forked child (forgetInheritedLocked):
+  // the copy may count waiters of the parent's threads, which glibc would wait for.
+  std::unique_ptr<std::condition_variable> closed_;
   std::vector<Server> servers_;
   std::vector<std::unique_ptr<Tombstone>> buried_;  // handed over, not yet taken by the keeper
   std::vector<std::unique_ptr<Tombstone>> kept_;    // the keeper's (see keep())
@@ -95,6 +105,7 @@ class RootRegistry {
   uint64_t requested_ = 0;                          // close requests made ...
   uint64_t served_ = 0;                             // ... and served by the keeper
   std::unique_ptr<std::thread> keeper_;
+  bool keeperFailed_ = false;  // its poll failed: it left, closing every tombstone, for good
   net::Socket wake_;  // an eventfd the keeper polls
   std::map<uint64_t, int> held_;  // every HeldListener's fd, by id
   uint64_t nextId_ = 1;

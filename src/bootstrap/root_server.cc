@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The root's rendezvous server (startRootServer): collects every rank's hello, answers each
-// with the table of listener addresses, and leaves a tombstone on its port (root_tombstone.h)
-// that answers whoever comes later. While it waits it says every LOOM_INIT_REPORT_MS which
-// ranks have arrived and which are missing, and it gives up just before the first of its ranks
-// would (each hello says how long its rank waits), so that every rank's error names them too.
+// with the table of listener addresses, and, when its id has left the process, leaves a
+// tombstone on its port (root_tombstone.h) that answers whoever comes later. While it waits it
+// says every LOOM_INIT_REPORT_MS which ranks have arrived and which are missing, and it gives up
+// just before the first of its ranks would (each hello says how long its rank waits), so that
+// every rank's error names them too.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -32,6 +34,8 @@ using rendezvous::Verdict;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kReplyTimeoutMs = 10000;
+// How long a pinned address that is in use is tried again (listenAt).
+constexpr int kHandBackMs = 250;
 
 // How long before a rank's own deadline the root gives up for it: the reply must still reach it.
 int64_t replyMarginMs(int64_t waitMs) { return std::min<int64_t>(1000, waitMs / 4); }
@@ -42,12 +46,16 @@ std::string secondsText(Clock::duration elapsed) {
   return text;
 }
 
-// Serves the rendezvous of one communicator, then hands its listener to a tombstone.
+// Serves the rendezvous of one communicator, then hands its listener to a tombstone (a
+// published id) or closes it.
 class RootServer {
  public:
-  RootServer(rendezvous::HeldListener listener, uint16_t port, const Secret& secret, int64_t timeoutMs,
-             int64_t reportMs)
-      : listener_(std::move(listener)), port_(port), secret_(secret), timeoutMs_(timeoutMs), reportMs_(reportMs) {}
+  RootServer(rendezvous::HeldListener listener, uint16_t port, const Secret& secret, const RootOptions& options,
+             int64_t timeoutMs, int64_t reportMs)
+      : listener_(std::move(listener)), port_(port), published_(options.published), secret_(secret),
+        timeoutMs_(timeoutMs), reportMs_(reportMs) {
+    verdict_.generation = options.generation;
+  }
 
   void run(const std::atomic<bool>& stop) {
     stop_ = &stop;
@@ -78,18 +86,46 @@ class RootServer {
                        secondsText(Clock::now() - start).c_str(), arrivals().c_str());
       nextReport = net::Deadline::afterMs(reportMs_);
     }
-    // The port goes to the tombstone before any rank learns the outcome: a rank that goes on
-    // to pin a new root to this address (LOOM_COMM_ID) finds it handed back (freePort).
-    rendezvous::RootRegistry::instance().bury(
-        port_, std::make_unique<rendezvous::Tombstone>(std::move(listener_), std::move(acceptor), verdict_, where_,
-                                                       port_));
-    for (auto& [member, reply] : outbox_) send(member, reply);
+    // Every rank here learns the outcome, whatever becomes of the listener (the tombstone may
+    // not be kept: no descriptor or thread for its keeper).
+    const SendsOutbox answers(*this);
+    // The port is given up before any rank learns the outcome: a rank that goes on to pin a
+    // new root to this address (LOOM_COMM_ID) finds it handed back (freePort).
+    std::unique_ptr<rendezvous::Tombstone> tombstone;
+    if (published_) {
+      tombstone = std::make_unique<rendezvous::Tombstone>(std::move(listener_), std::move(acceptor), verdict_,
+                                                          where_, port_);
+    } else {
+      acceptor.reset();
+      listener_.reset();  // nobody outside this process knows the id: no rank can come late
+    }
+    rendezvous::RootRegistry::instance().bury(port_, std::move(tombstone));
   }
 
  private:
   struct Member {
     net::Socket socket;
     std::string from;
+  };
+
+  // Sends the outbox when it goes out of scope, rank 0 last (the outbox is in rank order): it
+  // usually runs in this process, which may exit once that rank has its answer.
+  class SendsOutbox {
+   public:
+    explicit SendsOutbox(RootServer& server) : server_(server) {}
+    ~SendsOutbox() {
+      for (auto each = server_.outbox_.rbegin(); each != server_.outbox_.rend(); ++each) {
+        try {
+          server_.send(each->first, each->second);
+        } catch (...) {  // out of memory for a message: the next rank is still answered
+        }
+      }
+    }
+    SendsOutbox(const SendsOutbox&) = delete;
+    SendsOutbox& operator=(const SendsOutbox&) = delete;
+
+   private:
+    RootServer& server_;
   };
 
   std::string arrivals() const {
@@ -105,6 +141,12 @@ class RootServer {
     if (!hello) {
       LOOM_WARN(NET, "%s: dropping %s: %s", where_.c_str(), member.from.c_str(), why.c_str());
       send(member, rendezvous::encodeReply(rendezvous::kStatusError, expected_, why));
+      return false;
+    }
+    if (hello->generation != verdict_.generation) {
+      // A rank of the job's next (or last) communicator: not one of this rendezvous.
+      send(member, rendezvous::encodeReply(rendezvous::kStatusRetry, expected_,
+                                           rendezvous::otherGeneration(verdict_.generation, hello->generation)));
       return false;
     }
     const int nranks = hello->nranks, rank = hello->rank;
@@ -190,6 +232,7 @@ class RootServer {
 
   rendezvous::HeldListener listener_;
   uint16_t port_;
+  bool published_;  // RootOptions::published: leave a tombstone
   const std::atomic<bool>* stop_ = nullptr;  // set at process exit
   Secret secret_;
   int64_t timeoutMs_;
@@ -208,25 +251,34 @@ class RootServer {
 
 // The listener for a new root. A port of this process is handed back first (a LOOM_COMM_ID
 // reused by the next communicator); one that another process holds is a clear error.
-net::Socket listenAt(const sockaddr_storage& address, bool pinned) {
+rendezvous::HeldListener listenAt(const sockaddr_storage& address, bool pinned) {
   if (pinned && net::portOf(address) != 0) {
     rendezvous::RootRegistry::instance().freePort(net::portOf(address), addressToString(address));
   }
-  try {
-    return net::openListener(address);
-  } catch (const Error& error) {
-    if (!pinned || error.code() != loomSystemError || std::strstr(error.what(), "in use") == nullptr) throw;
-    throw Error(loomSystemError,
-                "the root cannot listen at " + addressToString(address) + ": the address is in use, by another " +
-                    "job's root, by the root of an earlier communicator whose process still runs (it answers " +
-                    "late ranks there while it lives), or by another program. Pick another port (LOOM_COMM_ID, " +
-                    "MASTER_PORT) or end that process (" + error.what() + ")");
+  // A child this process forked a moment ago holds a copy of the listener just handed back
+  // until its fork handler closes it (root_registry.h): "in use" may pass within that time.
+  const auto handBack = net::Deadline::afterMs(pinned ? kHandBackMs : 0);
+  for (;;) {
+    try {
+      return rendezvous::HeldListener::listen(address);
+    } catch (const Error& error) {
+      if (!pinned || error.code() != loomSystemError || std::strstr(error.what(), "in use") == nullptr) throw;
+      if (!handBack.expired()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      throw Error(loomSystemError,
+                  "the root cannot listen at " + addressToString(address) + ": the address is in use, by another " +
+                      "job's root, by the root of an earlier communicator whose process still runs (it answers " +
+                      "late ranks there while it lives), or by another program. Pick another port (LOOM_COMM_ID, " +
+                      "MASTER_PORT) or end that process (" + error.what() + ")");
+    }
   }
 }
 
 }  // namespace
 
-loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret) {
+loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret, const RootOptions& options) {
   // Read first, so a malformed value fails before anything listens; the error is the one
   // resolveSettings gives for it.
   const int64_t timeoutMs = config::integer(config::Knob::TimeoutMs);
@@ -242,7 +294,7 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
                 "(or LOOM_COMM_ID) set");
     }
   }
-  rendezvous::HeldListener listener(listenAt(bindAddress, pinned != nullptr));
+  rendezvous::HeldListener listener = listenAt(bindAddress, pinned != nullptr);
   UniqueIdContents contents;
   contents.rootAddress = net::boundAddress(listener.fd());
   const uint16_t port = net::portOf(contents.rootAddress);
@@ -263,7 +315,7 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
   }
   loomUniqueId id = encodeUniqueId(contents);
   LOOM_INFO(NET, "root server listening on %s", addressToString(contents.rootAddress).c_str());
-  auto server = std::make_shared<RootServer>(std::move(listener), port, contents.secret, timeoutMs, reportMs);
+  auto server = std::make_shared<RootServer>(std::move(listener), port, contents.secret, options, timeoutMs, reportMs);
   rendezvous::RootRegistry::instance().startServer(port, [server](const std::atomic<bool>& stop) { server->run(stop); });
   return id;
 }

@@ -40,6 +40,11 @@ std::string Verdict::forLateRank(const RankHello& hello) const {
   return reason;
 }
 
+std::string otherGeneration(uint32_t root, uint32_t rank) {
+  return "this root serves communicator #" + std::to_string(root) + " of its launcher environment, this rank " +
+         "comes for #" + std::to_string(rank) + " (loomCommInitFromEnv calls of its process)";
+}
+
 Tombstone::Tombstone(HeldListener listener, std::unique_ptr<auth::AuthenticatingAcceptor> acceptor, Verdict verdict,
                      std::string where, uint16_t port)
     : listener_(std::move(listener)),
@@ -60,9 +65,21 @@ void Tombstone::answerWaiting() {
 void Tombstone::answer(auth::AuthenticatedPeer& peer) const {
   std::string why;
   const std::optional<RankHello> hello = decodeRankHello(peer.hello.data(), &why);
-  const uint16_t status = hello ? verdict_.status() : kStatusError;
-  const std::string text = hello ? verdict_.forLateRank(*hello) : why;
-  LOOM_WARN(NET, "%s: answering %s after its rendezvous ended: %s", where_.c_str(), peer.from.c_str(), text.c_str());
+  uint16_t status = kStatusError;
+  std::string text = why;
+  if (hello && hello->generation != verdict_.generation) {
+    // Early for the next communicator, not late for this one: it comes back (every 20-100 ms).
+    status = kStatusRetry;
+    text = otherGeneration(verdict_.generation, hello->generation);
+    LOOM_TRACE(NET, "%s: telling %s to come back: %s", where_.c_str(), peer.from.c_str(), text.c_str());
+  } else {
+    if (hello) {
+      status = verdict_.status();
+      text = verdict_.forLateRank(*hello);
+    }
+    LOOM_WARN(NET, "%s: answering %s after its rendezvous ended: %s", where_.c_str(), peer.from.c_str(),
+              text.c_str());
+  }
   // One attempt, never blocking the keeper: a fresh connection's buffer takes the few KiB.
   const std::vector<uint8_t> reply = encodeReply(status, verdict_.nranks, text);
   (void)::send(peer.socket.fd(), reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -3,7 +3,9 @@
 // (the ranks disagreed) or timed out; a rank that arrives afterwards (a third process joining a
 // 2-rank job, a second rank 1, a rank started too late) is answered at once, after it has proved
 // that it knows the secret, with that verdict and the reason: it fails within a round trip
-// instead of retrying a refused port (loomCommInitFromEnv) until its timeout.
+// instead of retrying a refused port (loomCommInitFromEnv) until its timeout. A rank of another
+// generation (rendezvous_wire.h: the next communicator of the same launcher's environment) is
+// no late rank: it is told to come back (kStatusRetry) until the next root takes the port.
 #pragma once
 
 #include <poll.h>
@@ -26,11 +28,17 @@ struct Verdict {
   int nranks = 0;              // formed: its size; else what the first hello declared (0: none came)
   std::vector<bool> arrived;   // by rank, nranks of them
   std::string reason;          // refused, timed out: what its ranks were told
+  uint32_t generation = 0;     // the rendezvous' (RankHello::generation)
 
-  // The reply's status and text for a rank that arrives afterwards saying `hello`.
+  // The reply's status and text for a rank of this generation that arrives afterwards saying
+  // `hello`.
   uint16_t status() const { return outcome == Outcome::TimedOut ? kStatusTimedOut : kStatusError; }
   std::string forLateRank(const RankHello& hello) const;
 };
+
+// The text of a kStatusRetry reply: a root (or tombstone) of generation `root` to a rank of
+// generation `rank`.
+std::string otherGeneration(uint32_t root, uint32_t rank);
 
 class Tombstone {
  public:
@@ -46,6 +54,8 @@ class Tombstone {
   void serve(const pollfd* fds);
   // Answers the ranks whose hello the server had read but not handled when it finished.
   void answerWaiting();
+  // Not 0 while its listener cannot accept (AuthenticatingAcceptor::acceptError).
+  int acceptError() const { return acceptor_->acceptError(); }
 
  private:
   HeldListener listener_;

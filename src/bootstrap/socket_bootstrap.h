@@ -26,6 +26,10 @@ struct UniqueIdContents {
   // the root: they retry a refused connection until their timeout. Otherwise the root was up
   // when the id was made, and a refusal (after a short grace) means it is gone for good.
   bool rootMayStartLate = false;
+  // Which of the communicators made from one launcher's environment in this process this is
+  // (rendezvous_wire.h): 1 for the first loomCommInitFromEnv, 2 for the next, ...; 0 for a
+  // unique id's. Only with rootMayStartLate.
+  uint32_t generation = 0;
 };
 
 // The most ranks one communicator may have. The root holds a socket (a file descriptor) per
@@ -60,12 +64,23 @@ std::unique_ptr<Bootstrap> createRingBootstrap(const Secret& secret, uint64_t co
                                                const sockaddr_storage& localAddress, int rank, int nranks,
                                                const BootstrapOptions& options, const RingRendezvous& rendezvous);
 
+// What a root is for.
+struct RootOptions {
+  // The id leaves the process (loomGetUniqueId, loomCommInitFromEnv): ranks Loom does not
+  // control may come late, so the finished rendezvous leaves a tombstone (root_tombstone.h)
+  // that answers them. The roots Loom starts for its own ranks (loomCommSplit, loomCommShrink,
+  // loomCommInitAll) close their listener instead: nobody else knows their id.
+  bool published = false;
+  uint32_t generation = 0;  // UniqueIdContents::generation
+};
+
 // The root's rendezvous server, run on a background thread of the process that created it.
 // It authenticates each rank, collects nranks hellos, answers each with the address table and
 // ends. Strangers (bad secret, garbage, stalls) are dropped and logged; they never block it.
 // `pinned`: listen on this address (LOOM_COMM_ID) rather than an ephemeral port.
 // Returns the unique id that ranks pass to loomCommInitRank.
-loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret);
+loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret,
+                             const RootOptions& options = {});
 
 Secret randomSecret();
 

@@ -23,10 +23,14 @@ constexpr size_t kSecretRecordBytes = 8 + sizeof(Secret);  // magic u32 | nranks
 
 // A store wait is cut into slices so that loomCommAbort stops a non-blocking init within one.
 constexpr int kGetSliceMs = 1000;
-// Up to this many ranks every rank looks up who has arrived (one get per rank not seen yet, at
-// each report and at the timeout); above it only rank 0 does, so that a large job does not load
-// its store with every rank's look-ups, and the others say how many have joined.
+// Up to this many ranks every rank looks up who has arrived (a get that does not wait, per rank
+// not seen yet, at each report and at the timeout); above it only rank 0 does, so that a large
+// job does not load its store with every rank's look-ups, and the others say how many have
+// joined.
 constexpr int kProbedRanks = 256;
+// The most ranks one report looks up (each is a round trip to the store): the first ones not
+// seen yet. The ranks past them are counted from the store's counter of those that joined.
+constexpr int kMaxProbes = 64;
 
 class StoreRendezvous {
  public:
@@ -34,6 +38,7 @@ class StoreRendezvous {
       : store_(store), base_(keyPrefix + "loom/"), rank_(rank), nranks_(nranks), options_(options),
         deadline_(net::Deadline::afterMs(options.timeoutMs)),
         reportMs_(config::integer(config::Knob::InitReportMs)),
+        nextReport_(net::Deadline::afterMs(reportMs_)),
         start_(std::chrono::steady_clock::now()),
         seen_(static_cast<size_t>(nranks), false) {
     who_ = (options.commName.empty() ? "" : "[" + options.commName + "] ") + "rank " + std::to_string(rank);
@@ -118,9 +123,9 @@ class StoreRendezvous {
  private:
   std::string prefix() const { return base_.substr(0, base_.size() - 5); }
 
-  // `peer`: the rank that publishes `key`.
+  // `peer`: the rank that publishes `key`. The reports keep their pace from one key to the next
+  // (nextReport_): ranks that come one at a time, each within an interval, are still reported.
   std::vector<uint8_t> wait(const std::string& key, const std::string& what, int peer) {
-    auto nextReport = net::Deadline::afterMs(reportMs_);
     for (;;) {
       net::checkAbort(options_.abortFlag, who_ + ": waiting in the store for " + what);
       const int64_t left = deadline_.remainingMs();
@@ -135,11 +140,11 @@ class StoreRendezvous {
                         " ms waiting for " + what + " (key '" + base_ + key + "'): " + present + hint,
                     ETIMEDOUT);
       }
-      const int64_t slice = std::min<int64_t>({left, kGetSliceMs, std::max<int64_t>(nextReport.remainingMs(), 1)});
+      const int64_t slice = std::min<int64_t>({left, kGetSliceMs, std::max<int64_t>(nextReport_.remainingMs(), 1)});
       if (auto value = store_.get(base_ + key, static_cast<int>(slice))) return std::move(*value);
-      if (nextReport.expired()) {
+      if (nextReport_.expired()) {
         report(what);
-        nextReport = net::Deadline::afterMs(reportMs_);
+        nextReport_ = net::Deadline::afterMs(reportMs_);
       }
     }
   }
@@ -159,8 +164,9 @@ class StoreRendezvous {
   }
 
   // Who has published a host key (arrived) and who has not, looked up without waiting (a get
-  // with no time to wait); a rank once seen is not looked up again. Above kProbedRanks only
-  // rank 0 looks: the others count the ranks that have joined.
+  // with no time to wait: loomStore_t's get with timeoutMs 0); a rank once seen is not looked
+  // up again, and at most kMaxProbes are looked up a time. Above kProbedRanks only rank 0
+  // looks: the others count the ranks that have joined.
   std::string arrivals() {
     try {
       return lookUpArrivals();
@@ -174,12 +180,30 @@ class StoreRendezvous {
       return std::to_string(store_.add(base_ + "joined", 0)) + " of " + std::to_string(nranks_) +
              " ranks have joined (rank 0's reports name them)";
     }
+    int probes = 0;
+    int unknown = 0;  // neither seen nor looked up
+    std::vector<int> in, out;
     for (int peer = 0; peer < nranks_; ++peer) {
-      if (!seen_[static_cast<size_t>(peer)] && store_.get(base_ + "host/" + std::to_string(peer), 0)) {
+      if (!seen_[static_cast<size_t>(peer)]) {
+        if (probes == kMaxProbes) {
+          ++unknown;
+          continue;
+        }
+        ++probes;
+        if (!store_.get(base_ + "host/" + std::to_string(peer), 0)) {
+          out.push_back(peer);
+          continue;
+        }
         seen_[static_cast<size_t>(peer)] = true;
       }
+      in.push_back(peer);
     }
-    return arrivalSummary(seen_);
+    if (unknown == 0) return arrivalSummary(seen_);
+    // The ranks seen and those looked up in vain are named; the others only counted.
+    const int64_t joined = std::max<int64_t>(store_.add(base_ + "joined", 0), static_cast<int64_t>(in.size()));
+    return "arrived " + std::to_string(joined) + " of " + std::to_string(nranks_) + " (the store's count); seen: " +
+           rankRanges(in) + "; missing: " + rankRanges(out) + "; " + std::to_string(unknown) +
+           " more not looked up (at most " + std::to_string(kMaxProbes) + " a report)";
   }
 
   Store& store_;
@@ -189,6 +213,7 @@ class StoreRendezvous {
   BootstrapOptions options_;
   net::Deadline deadline_;
   int64_t reportMs_;
+  net::Deadline nextReport_;  // for the whole rendezvous, as the root's server keeps it
   std::chrono::steady_clock::time_point start_;
   std::vector<bool> seen_;  // ranks whose host key this rank has seen
   std::string who_;

@@ -2,10 +2,12 @@
 // The 128-byte loomUniqueId. Layout (little-endian integers):
 //   0  magic "LMID" u32      4  version u16      6  flags u16 (kFlagRootMayStartLate)
 //   8  root address (24-byte wire encoding: family, port, scope id, IP)
-//   32 secret[16]            48 commUid u64      56 check u64      64..127 zero
+//   32 secret[16]            48 commUid u64      56 check u64
+//   64 generation u32 (with kFlagRootMayStartLate only; else 0)        68..127 zero
 // `check` is SipHash of bytes 0..55 under a fixed public key: not a security measure (the
 // secret is), but it turns a truncated, mangled or mixed-up id into a clear error instead of a
-// connection that hangs or fails authentication.
+// connection that hangs or fails authentication. The generation (rendezvous_wire.h) lies
+// outside it: only ids of loomCommInitFromEnv carry one, and those never leave their process.
 #include <cstring>
 
 #include "base/error.h"
@@ -23,7 +25,8 @@ constexpr size_t kAddressOffset = 8;
 constexpr size_t kSecretOffset = 32;
 constexpr size_t kCommUidOffset = 48;
 constexpr size_t kCheckOffset = 56;
-constexpr size_t kUsedBytes = 64;
+constexpr size_t kGenerationOffset = 64;
+constexpr size_t kUsedBytes = 68;
 constexpr size_t kFlagsOffset = 6;
 // Ids from loomGetUniqueId carry no flag (as ids did when the field was reserved), so every
 // release reads the others' ids alike.
@@ -51,6 +54,9 @@ loomUniqueId encodeUniqueId(const UniqueIdContents& contents) {
   }
   if (net::portOf(contents.rootAddress) == 0) throwArgument("encodeUniqueId: root port is 0");
   if (contents.commUid == 0) throwArgument("encodeUniqueId: commUid is 0");
+  if (contents.generation != 0 && !contents.rootMayStartLate) {
+    throwArgument("encodeUniqueId: a generation without rootMayStartLate");
+  }
   loomUniqueId id{};
   auto* bytes = reinterpret_cast<uint8_t*>(id.internal);
   net::putU32(bytes, kIdMagic);
@@ -60,6 +66,7 @@ loomUniqueId encodeUniqueId(const UniqueIdContents& contents) {
   std::memcpy(bytes + kSecretOffset, contents.secret.data(), contents.secret.size());
   net::putU64(bytes + kCommUidOffset, contents.commUid);
   net::putU64(bytes + kCheckOffset, checkValue(bytes));
+  net::putU32(bytes + kGenerationOffset, contents.generation);
   return id;
 }
 
@@ -72,7 +79,8 @@ UniqueIdContents decodeUniqueId(const loomUniqueId& id) {
   }
   const uint16_t flags = net::getU16(bytes + kFlagsOffset);
   if ((flags & ~kFlagRootMayStartLate) != 0) invalid("unknown flags " + std::to_string(flags));
-  for (size_t i = kUsedBytes; i < LOOM_UNIQUE_ID_BYTES; ++i) {
+  const bool rootMayStartLate = (flags & kFlagRootMayStartLate) != 0;
+  for (size_t i = rootMayStartLate ? kUsedBytes : kGenerationOffset; i < LOOM_UNIQUE_ID_BYTES; ++i) {
     if (bytes[i] != 0) invalid("trailing bytes are not zero");
   }
   if (net::getU64(bytes + kCheckOffset) != checkValue(bytes)) {
@@ -91,7 +99,8 @@ UniqueIdContents decodeUniqueId(const loomUniqueId& id) {
   std::memcpy(contents.secret.data(), bytes + kSecretOffset, contents.secret.size());
   contents.commUid = net::getU64(bytes + kCommUidOffset);
   if (contents.commUid == 0) invalid("commUid is 0");
-  contents.rootMayStartLate = (flags & kFlagRootMayStartLate) != 0;
+  contents.rootMayStartLate = rootMayStartLate;
+  contents.generation = net::getU32(bytes + kGenerationOffset);
   return contents;
 }
 

@@ -12,7 +12,8 @@
 //      that sends garbage, stops mid-record or cannot prove it knows the secret;
 //   3: rendezvous::exchangeWithRoot (src/bootstrap/rendezvous_rank.cc) against a fake root that
 //      authenticates properly and then answers with reply bytes from the input: the reply
-//      header and the address table a rank decodes.
+//      header and the address table a rank decodes (the rank's id says its root was up, so a
+//      "come back" reply, kStatusRetry, is refused rather than retried).
 // The ring's allGather header checks sit inside a class in an anonymous namespace; see
 // README.md for the refactor that would expose them.
 #include <poll.h>
@@ -181,7 +182,7 @@ void rankAgainstFakeRoot(InputReader& input) {
     // A well-formed header, so the fuzzer spends its time on status, sizes and the table.
     reply.resize(rendezvous::kReplyHeaderBytes, 0);
     rendezvous::ReplyHeader header;
-    header.status = input.byte() % 4;  // 3 is no status: the rank must refuse it
+    header.status = input.byte() % 5;  // 4 is no status: the rank must refuse it
     header.nranks = flags & 2 ? static_cast<uint32_t>(nranks) : input.u32();
     header.payloadBytes = flags & 4 ? static_cast<uint32_t>(nranks * net::kWireAddressBytes) : input.u32();
     rendezvous::encodeReplyHeader(header, reply.data());

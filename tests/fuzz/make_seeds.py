@@ -51,10 +51,11 @@ def wire_v6(ip16, port, scope=0):
     return struct.pack("<H", 6) + struct.pack(">H", port) + struct.pack("<I", scope) + bytes(ip16)
 
 
-def unique_id(address):
-    head = struct.pack("<IHH", 0x44494D4C, 1, 0) + address + bytes(range(16)) + struct.pack("<Q", 77)
+def unique_id(address, flags=0, generation=0):
+    """generation: only with flag 1 (an id of loomCommInitFromEnv), at byte 64, outside the check."""
+    head = struct.pack("<IHH", 0x44494D4C, 1, flags) + address + bytes(range(16)) + struct.pack("<Q", 77)
     check = siphash24(b"loom-unique-id-1", head)
-    return head + struct.pack("<Q", check) + bytes(64)
+    return head + struct.pack("<QI", check, generation) + bytes(60)
 
 
 def auth_hello(purpose, role, nonce=bytes(range(16))):
@@ -70,16 +71,18 @@ def write(target, name, data):
 loop6 = bytes(15) + b"\x01"
 write("unique_id", "id-ipv4", b"\x00" + unique_id(wire_v4([127, 0, 0, 1], 29500)))
 write("unique_id", "id-ipv6", b"\x00" + unique_id(wire_v6(loop6, 29500, 2)))
+write("unique_id", "id-env-generation", b"\x00" + unique_id(wire_v4([127, 0, 0, 1], 29500), 1, 2))
 write("unique_id", "id-fixed-check", b"\x01" + unique_id(wire_v4([10, 1, 2, 3], 1))[:56])
 write("unique_id", "address-ipv4", b"\x02" + wire_v4([192, 168, 0, 1], 80))
 write("unique_id", "address-ipv6", b"\x02" + wire_v6(loop6, 443, 7))
 write("unique_id", "address-none", b"\x02" + bytes(24))
 
 write("bootstrap_wire", "hello-client", b"\x00\x00\x00" + auth_hello(1, 1))
-# A ring peer hello, then a rank's rendezvous hello (version 2: rank 1 of 3, waits 60 s).
+# A ring peer hello, then a rank's rendezvous hello (version 3: rank 1 of 3, waits 60 s, the
+# second communicator of its launcher environment).
 peer_hello = struct.pack("<IHHIIII", 0x47524D4C, 1, 0, 0, 1, 3, 0) + struct.pack("<QQ", 0, 0x1234)
-rank_hello = (struct.pack("<IHHII", 0x48524D4C, 2, 0, 3, 1) + wire_v4([127, 0, 0, 1], 4000)
-              + struct.pack("<II", 60000, 0))
+rank_hello = (struct.pack("<IHHII", 0x48524D4C, 3, 0, 3, 1) + wire_v4([127, 0, 0, 1], 4000)
+              + struct.pack("<II", 60000, 2))
 write("bootstrap_wire", "rank-hello", b"\x00\x00\x00" + auth_hello(1, 1) + peer_hello + rank_hello)
 write("bootstrap_wire", "handshake-honest", b"\x01\x01\x01" + auth_hello(2, 1))
 write("bootstrap_wire", "handshake-wrong-proof", b"\x01\x00\x02" + auth_hello(3, 1) + bytes(16))
@@ -87,7 +90,8 @@ write("bootstrap_wire", "client-server-hello", b"\x02\x00" + auth_hello(1, 2) + 
 table = wire_v4([127, 0, 0, 1], 4000) + wire_v6(loop6, 4001)
 write("bootstrap_wire", "root-reply-ok", b"\x03\x07\x01\x00" + table)
 write("bootstrap_wire", "root-reply-error", b"\x03\x03\x00\x01" + struct.pack("<I", 5) + b"oops!")
-raw_reply = struct.pack("<IHHII", 0x52524D4C, 2, 0, 1, 24) + wire_v4([127, 0, 0, 1], 5)
+write("bootstrap_wire", "root-reply-retry", b"\x03\x03\x00\x03" + struct.pack("<I", 10) + b"come back!")
+raw_reply = struct.pack("<IHHII", 0x52524D4C, 3, 0, 1, 24) + wire_v4([127, 0, 0, 1], 5)
 write("bootstrap_wire", "root-reply-raw", b"\x03\x00\x00" + raw_reply)
 
 write("transport_wire", "striped-3-lanes", b"\x00\x02\x01" + struct.pack("<I", 1000) + b"\x00"

@@ -3,7 +3,8 @@
 // FileStore; loom_torch passes c10d's store) instead of at a unique id's root. The data path
 // afterwards is the ordinary one, so these tests check the rendezvous and its errors: exact
 // results over shm and TCP, several communicators in one store, a split, a reused prefix, a
-// missing rank, ranks that disagree on nranks, a failing store, bad structs, and an abort.
+// missing rank, the reports while ranks are awaited (bounded look-ups), ranks that disagree on
+// nranks, a failing store, bad structs, and an abort.
 #include <gtest/gtest.h>
 #include <loom.h>
 #include <ifaddrs.h>
@@ -186,6 +187,82 @@ TEST(StoreInit, WaitingRanksReportWhoHasArrived) {
   expectAllOk(outcomes);
   EXPECT_NE(log.find("rank 0: still waiting in the store for rank 2's host after"), std::string::npos) << log;
   EXPECT_NE(log.find("arrived 2 of 3: 0-1; missing: 2"), std::string::npos) << log;
+}
+
+// Ranks that come one at a time, each well within LOOM_INIT_REPORT_MS of the one before, but
+// all of them over several intervals: rank 0 still reports while it waits (the interval runs
+// for the whole rendezvous, not from each key it starts waiting for).
+TEST(StoreInit, RanksArrivingOneAtATimeAreStillReported) {
+  StoreDirectory directory("trickle");
+  std::string log;
+  std::vector<loom::test::RankOutcome> outcomes;
+  {
+    loom::test::StderrCapture capture;
+    outcomes = loom::test::runProcesses(4, [&](int rank) {
+      setenv("LOOM_INIT_REPORT_MS", "300", 1);
+      // The scenario itself: rank r arrives 200 r ms after the others started.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 * rank));
+      FileStore store(directory.path());
+      loomComm_t comm = initOrThrow(4, rank, store, "trickle/");
+      requireExactAllReduce(comm, rank, 4, 5);
+      LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, loomGetLastError(nullptr));
+    }, 60);
+    log = capture.text();
+  }
+  expectAllOk(outcomes);
+  EXPECT_NE(log.find("rank 0: still waiting in the store for rank "), std::string::npos) << log;
+}
+
+// A loomStore_t over a FileStore that counts the gets that do not wait (timeoutMs 0: the
+// look-ups of who has arrived).
+struct CountingStore {
+  explicit CountingStore(const FileStore& file) : inner(*file.callbacks()) {
+    callbacks = inner;
+    callbacks.context = this;
+    callbacks.set = [](void* self, const char* key, const void* value, size_t bytes) {
+      const loomStore_t& store = static_cast<CountingStore*>(self)->inner;
+      return store.set(store.context, key, value, bytes);
+    };
+    callbacks.get = [](void* self, const char* key, void* value, size_t capacity, size_t* length, int timeoutMs) {
+      auto* counting = static_cast<CountingStore*>(self);
+      if (timeoutMs == 0) ++counting->lookUps;
+      return counting->inner.get(counting->inner.context, key, value, capacity, length, timeoutMs);
+    };
+    callbacks.add = [](void* self, const char* key, int64_t delta, int64_t* result) {
+      const loomStore_t& store = static_cast<CountingStore*>(self)->inner;
+      return store.add(store.context, key, delta, result);
+    };
+    callbacks.lastError = [](void* self) {
+      const loomStore_t& store = static_cast<CountingStore*>(self)->inner;
+      return store.lastError(store.context);
+    };
+  }
+  loomStore_t inner;
+  loomStore_t callbacks;
+  int lookUps = 0;
+};
+
+// Rank 0 of a large job, alone: each report (every 200 ms) and the timeout look up at most 64 of
+// the ranks it has not seen, not all 999 (a round trip to the store each), and say how many
+// joined by the store's count.
+TEST(StoreInit, AReportLooksUpAtMostSixtyFourMissingRanks) {
+  StoreDirectory directory("large");
+  expectAllOk(loom::test::runProcesses(1, [&](int) {
+    setenv("LOOM_INIT_REPORT_MS", "200", 1);
+    FileStore file(directory.path());
+    CountingStore store(file);
+    loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+    config.timeoutMs = 1000;
+    loomComm_t comm = nullptr;
+    const loomResult_t result = loomCommInitRankStore(&comm, 1000, 0, &store.callbacks, "large/", &config);
+    const std::string message = loomGetLastError(nullptr);
+    LOOM_REQUIRE(result == loomSystemError && comm == nullptr, message);
+    const std::string summary =
+        "arrived 1 of 1000 (the store's count); seen: 0; missing: 1-64; 935 more not looked up";
+    LOOM_REQUIRE(message.find(summary) != std::string::npos, message);
+    // At most 5 reports and the timeout's look-up.
+    LOOM_REQUIRE(store.lookUps <= 6 * 64, std::to_string(store.lookUps) + " look-ups");
+  }, 60));
 }
 
 TEST(StoreInit, RanksThatDisagreeOnNranksFail) {

@@ -150,6 +150,10 @@ TEST(Auth, PinnedSecretGivesDeterministicId) {
 
 // ---- Bootstrap with ranks as threads ---------------------------------------------------------
 
+// A root as loomGetUniqueId starts one: its id leaves the process, so a rank that comes while
+// (or after) the rendezvous ends is answered by its tombstone, not dropped.
+const RootOptions kPublished{true, 0};
+
 BootstrapOptions quickOptions(int timeoutMs = 20000) {
   BootstrapOptions options;
   options.timeoutMs = timeoutMs;
@@ -228,7 +232,7 @@ class BootstrapSizes : public ::testing::TestWithParam<int> {};
 
 TEST_P(BootstrapSizes, AllGatherAndBarrier) {
   const int n = GetParam();
-  const loomUniqueId id = startRootServer(nullptr, nullptr);
+  const loomUniqueId id = startRootServer(nullptr, nullptr, kPublished);
   const UniqueIdContents contents = decodeUniqueId(id);
   rethrowFirst(runRanks(n, [&](int rank) {
     auto bootstrap = createSocketBootstrap(contents, rank, n, quickOptions());
@@ -266,7 +270,7 @@ TEST(Bootstrap, PinnedAddressCanBeReusedRightAway) {
   }
   const Secret secret = randomSecret();
   for (int round = 0; round < 3; ++round) {
-    const UniqueIdContents contents = decodeUniqueId(startRootServer(&pinned, &secret));
+    const UniqueIdContents contents = decodeUniqueId(startRootServer(&pinned, &secret, kPublished));
     EXPECT_EQ(addressToString(contents.rootAddress), addressToString(pinned));
     rethrowFirst(runRanks(2, [&](int rank) {
       auto bootstrap = createSocketBootstrap(contents, rank, 2, quickOptions());
@@ -276,7 +280,7 @@ TEST(Bootstrap, PinnedAddressCanBeReusedRightAway) {
 }
 
 TEST(Bootstrap, WrongSecretIsRefusedAndTheRealRankStillJoins) {
-  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr));
+  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, kPublished));
   const int n = 3;
   std::atomic<bool> impostorDone{false};
   auto errors = runRanks(n + 1, [&](int slot) {
@@ -308,7 +312,7 @@ TEST(Bootstrap, WrongSecretIsRefusedAndTheRealRankStillJoins) {
 // half a handshake. The ranks must still initialise promptly (well before the 5 s handshake
 // deadline that eventually drops the staller).
 TEST(Bootstrap, StrangersDoNotDelayTheRanks) {
-  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr));
+  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, kPublished));
   auto connectStranger = [&] {
     net::Socket sock(::socket(contents.rootAddress.ss_family, SOCK_STREAM, 0));
     EXPECT_EQ(::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&contents.rootAddress),
@@ -342,7 +346,7 @@ TEST(Bootstrap, StrangersDoNotDelayTheRanks) {
 }
 
 TEST(Bootstrap, DuplicateRankFailsEveryoneWithInvalidUsage) {
-  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr));
+  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, kPublished));
   const int ranks[] = {0, 1, 1};
   auto errors = runRanks(
       3, [&](int slot) { createSocketBootstrap(contents, ranks[slot], 3, quickOptions(10000)); });
@@ -354,7 +358,7 @@ TEST(Bootstrap, DuplicateRankFailsEveryoneWithInvalidUsage) {
 }
 
 TEST(Bootstrap, NranksMismatchFailsWithInvalidUsage) {
-  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr));
+  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, kPublished));
   auto errors = runRanks(2, [&](int rank) {
     createSocketBootstrap(contents, rank, rank == 0 ? 2 : 3, quickOptions(10000));
   });
@@ -366,7 +370,7 @@ TEST(Bootstrap, NranksMismatchFailsWithInvalidUsage) {
 }
 
 TEST(Bootstrap, AllGatherSizeMismatchIsDetected) {
-  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr));
+  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, kPublished));
   auto errors = runRanks(2, [&](int rank) {
     auto bootstrap = createSocketBootstrap(contents, rank, 2, quickOptions(5000));
     std::vector<uint8_t> data(64);
@@ -406,8 +410,31 @@ TEST(Bootstrap, UnreachableRootTimesOutWithAClearMessage) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
 }
 
+// The root of a launcher environment's second communicator (generation 2) does not count a rank
+// of another generation in: it tells it to come back, until the rank's timeout says why.
+TEST(Bootstrap, ARankOfAnotherGenerationIsToldToComeBack) {
+  RootOptions second = kPublished;
+  second.generation = 2;
+  UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, second));
+  contents.rootMayStartLate = true;  // as loomCommInitFromEnv's ids
+  contents.generation = 1;
+  const auto start = Clock::now();
+  try {
+    createSocketBootstrap(contents, 0, 1, quickOptions(500));
+    ADD_FAILURE() << "a rank of generation 1 joined the rendezvous of generation 2";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), loomSystemError) << error.what();
+    EXPECT_TRUE(contains(error, "served another communicator of this job for as long as this rank waited (this "
+                                "root serves communicator #2 of its launcher environment, this rank comes for #1"))
+        << error.what();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  contents.generation = 2;
+  createSocketBootstrap(contents, 0, 1, quickOptions());
+}
+
 TEST(Bootstrap, AbortStopsTheWaitForAMissingRank) {
-  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr));
+  const UniqueIdContents contents = decodeUniqueId(startRootServer(nullptr, nullptr, kPublished));
   std::atomic<bool> abortFlag{false};
   BootstrapOptions options = quickOptions(60000);
   options.abortFlag = &abortFlag;

@@ -3,10 +3,7 @@
 // the ranks are forked processes that set their variables before the call; rank 0 hosts the
 // rendezvous at the agreed address and the others retry until it is up. Missing or malformed
 // variables fail fast with loomInvalidArgument and a message naming the variables.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +16,7 @@
 #include <vector>
 
 #include "loom.h"
+#include "tests/support/free_port.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/stderr_capture.h"
 
@@ -33,37 +31,6 @@ const char* const kLauncherVariables[] = {
 
 void clearLauncherEnvironment() {
   for (const char* name : kLauncherVariables) unsetenv(name);
-}
-
-bool loopbackPortFree(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-  close(fd);
-  return ok;
-}
-
-// A port p with p and p + 1 free right now (torchrun's MASTER_PORT convention may use either).
-int freePortPair() {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    close(fd);
-    const int port = ntohs(address.sin_port);
-    if (port > 0 && port < 65535 && loopbackPortFree(port) && loopbackPortFree(port + 1)) {
-      return port;
-    }
-  }
-  return -1;
 }
 
 // One rank of an env-initialised job: `setVariables(rank)` fills the environment, then the rank
@@ -99,7 +66,7 @@ void runEnvJob(int n, const std::function<void(int)>& setVariables, bool delayRo
 std::string loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 TEST(EnvInit, Loomrun) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   runEnvJob(3, [&](int rank) {
     setenv("LOOM_RANK", std::to_string(rank).c_str(), 1);
@@ -110,7 +77,7 @@ TEST(EnvInit, Loomrun) {
 }
 
 TEST(EnvInit, LoomrunRootStartsLast) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   runEnvJob(
       4,
@@ -124,7 +91,7 @@ TEST(EnvInit, LoomrunRootStartsLast) {
 }
 
 TEST(EnvInit, Torchrun) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   runEnvJob(3, [&](int rank) {
     setenv("RANK", std::to_string(rank).c_str(), 1);
@@ -137,7 +104,7 @@ TEST(EnvInit, Torchrun) {
 }
 
 TEST(EnvInit, OpenMpi) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   runEnvJob(3, [&](int rank) {
     setenv("OMPI_COMM_WORLD_RANK", std::to_string(rank).c_str(), 1);
@@ -148,7 +115,7 @@ TEST(EnvInit, OpenMpi) {
 }
 
 TEST(EnvInit, Slurm) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   runEnvJob(3, [&](int rank) {
     setenv("SLURM_PROCID", std::to_string(rank).c_str(), 1);
@@ -287,7 +254,7 @@ void setLoomrunRank(int port, int rank, int worldSize) {
 // timeout, naming `reason`.
 void expectLateRankRefusedAtOnce(const int (&sizes)[2], bool jobForms, int lateRank, int lateSize,
                                  const std::string& reason) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   setenv("LOOM_SOCKET_IFNAME", "lo", 0);
   test::SharedAcrossFork<JobState> state;
@@ -342,7 +309,7 @@ TEST(EnvInitLateRank, ARankComingAfterTheRootRefusedTheCommunicatorLearnsWhy) {
 // the root's own rank's, long before its own timeout) names who arrived and who did not, and
 // the root says so in WARN lines meanwhile (LOOM_INIT_REPORT_MS).
 TEST(EnvInitTimeout, RanksStartedBeforeTheRootLearnWhoIsMissing) {
-  const int port = freePortPair();
+  const int port = freeLoopbackPortPair();
   ASSERT_GT(port, 0);
   setenv("LOOM_SOCKET_IFNAME", "lo", 0);
   const auto outcomes = runProcesses(2, [&](int rank) {

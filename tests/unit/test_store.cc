@@ -4,6 +4,7 @@
 // name the operation, the key and the store's reason.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,13 @@ TEST(Store, AMissingKeyIsNotYetThere) {
   loom::test::FileStore files(directory.path());
   const std::shared_ptr<loom::Store> store = loom::storeFromCallbacks(files.callbacks());
   EXPECT_FALSE(store->get("nobody/wrote/this", 20).has_value());
+  // timeoutMs 0 asks without waiting (how a waiting rank looks up who has arrived), and a
+  // value longer than the first read's buffer is read again whole, still without waiting.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(store->get("nobody/wrote/this", 0).has_value());
+  store->set("long", std::vector<uint8_t>(1000, 7));
+  EXPECT_EQ(store->get("long", 0), std::vector<uint8_t>(1000, 7));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
 }
 
 TEST(Store, AddCountsFromZero) {

@@ -127,6 +127,24 @@ TEST(UniqueId, EncodeRejectsUnusableContents) {
   expectError([&] { encodeUniqueId(contents); }, loomInvalidArgument, "IPv4 or IPv6");
 }
 
+// An id of loomCommInitFromEnv carries its generation (which of the process's env inits it is);
+// no other id may.
+TEST(UniqueId, AnEnvIdCarriesItsGeneration) {
+  UniqueIdContents in = sampleContents(ipv4("127.0.0.1", 29500));
+  in.rootMayStartLate = true;
+  in.generation = 3;
+  const loomUniqueId id = encodeUniqueId(in);
+  const UniqueIdContents out = decodeUniqueId(id);
+  EXPECT_TRUE(out.rootMayStartLate);
+  EXPECT_EQ(out.generation, 3u);
+  EXPECT_EQ(decodeUniqueId(encodeUniqueId(sampleContents(ipv4("127.0.0.1", 1)))).generation, 0u);
+  loomUniqueId bad = encodeUniqueId(sampleContents(ipv4("127.0.0.1", 29500)));
+  bad.internal[64] = 3;  // a generation in an id whose root was up
+  expectError([&] { decodeUniqueId(bad); }, loomInvalidArgument, "trailing bytes");
+  in.rootMayStartLate = false;
+  expectError([&] { encodeUniqueId(in); }, loomInvalidArgument, "generation");
+}
+
 TEST(Address, ParsesHostPortForms) {
   EXPECT_EQ(addressToString(parseHostPort("127.0.0.1:29500")), "127.0.0.1:29500");
   EXPECT_EQ(addressToString(parseHostPort("10.0.0.255:1")), "10.0.0.255:1");

@@ -289,24 +289,42 @@ void AuthenticatingAcceptor::drop(size_t index, const std::string& reason) {
   pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
+// At most kMaxPending connections a call, so that a flood of them cannot hold the caller here
+// (the root's tombstones' keeper must leave promptly when a fork asks it to: root_registry.cc).
 void AuthenticatingAcceptor::acceptNew() {
-  for (;;) {
+  for (size_t attempt = 0; attempt < kMaxPending; ++attempt) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
     int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&address), &length,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        LOOM_WARN(NET, "%s: accept failed: %s", who_.c_str(), errnoText(errno).c_str());
-      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK) acceptFailed(errno);
       return;
     }
+    acceptError_ = 0;
     // Bound the work strangers can cause: the oldest unfinished handshake makes room.
     if (pending_.size() >= kMaxPending) drop(0, "too many handshakes in flight");
     pending_.push_back(std::make_unique<Pending>(net::Socket(fd), addressToString(address), secret_,
                                                  purpose_, handshakeTimeoutMs_));
   }
+}
+
+void AuthenticatingAcceptor::acceptFailed(int error) {
+  acceptError_ = error;
+  acceptPausedUntil_ = net::Deadline::afterMs(kAcceptPauseMs);
+  if (nextAcceptWarning_ && !nextAcceptWarning_->expired()) {
+    ++unreportedAcceptFailures_;
+    return;
+  }
+  const std::string since =
+      unreportedAcceptFailures_ == 0
+          ? ""
+          : " (and " + std::to_string(unreportedAcceptFailures_) + " times since the last report)";
+  LOOM_WARN(NET, "%s: accept failed: %s%s; trying again every %d ms", who_.c_str(), errnoText(error).c_str(),
+            since.c_str(), kAcceptPauseMs);
+  unreportedAcceptFailures_ = 0;
+  nextAcceptWarning_ = net::Deadline::afterMs(kAcceptWarnMs);
 }
 
 bool AuthenticatingAcceptor::drive(Pending& p, short /*revents*/) {
@@ -370,7 +388,10 @@ std::optional<AuthenticatedPeer> AuthenticatingAcceptor::next(net::Deadline dead
 }
 
 void AuthenticatingAcceptor::appendPollFds(std::vector<pollfd>& fds, net::Deadline& wake) const {
-  fds.push_back(pollfd{listenFd_, POLLIN, 0});
+  // After a failed accept the listener sits out (its entry stays, to keep the positions).
+  const bool paused = acceptPausedUntil_ && !acceptPausedUntil_->expired();
+  fds.push_back(pollfd{listenFd_, short(paused ? 0 : POLLIN), 0});
+  if (paused) wake = wake.earlier(*acceptPausedUntil_);
   for (const auto& p : pending_) {
     fds.push_back({p->socket.fd(), short(p->sent < p->out.size() ? POLLOUT : POLLIN), 0});
     wake = wake.earlier(p->deadline);

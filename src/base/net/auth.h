@@ -119,10 +119,19 @@ class AuthenticatingAcceptor {
   // The peers that completed in an earlier serve() and that next() has not returned yet: for
   // whoever takes this acceptor over from a caller of next().
   std::vector<AuthenticatedPeer> takeReady() { return std::exchange(ready_, {}); }
+  // The errno of the last accept when it failed for a reason other than an empty queue (no
+  // descriptor left: EMFILE, ENFILE; no memory), 0 once one succeeds again. While accept
+  // fails the listener stays readable: it is left out of the poll for kAcceptPauseMs after each
+  // failure, so a caller's loop does not spin, and the failure is logged at most once every
+  // kAcceptWarnMs.
+  int acceptError() const { return acceptError_; }
+  static constexpr int kAcceptPauseMs = 100;
+  static constexpr int kAcceptWarnMs = 10000;
 
  private:
   struct Pending;
   void acceptNew();
+  void acceptFailed(int error);
   // Moves one handshake forward; false when the connection was dropped.
   bool drive(Pending& pending, short revents);
   void drop(size_t index, const std::string& reason);
@@ -135,6 +144,10 @@ class AuthenticatingAcceptor {
   int handshakeTimeoutMs_;
   std::vector<std::unique_ptr<Pending>> pending_;
   std::vector<AuthenticatedPeer> ready_;  // completed by serve(), not yet returned by next()
+  int acceptError_ = 0;
+  std::optional<net::Deadline> acceptPausedUntil_;  // after a failed accept
+  std::optional<net::Deadline> nextAcceptWarning_;
+  int unreportedAcceptFailures_ = 0;
 };
 
 }  // namespace loom::auth
