@@ -40,6 +40,20 @@ loom_sources=()
 for folder in "${loom_folders[@]}"; do
   for file in "$source_root/$folder"/*.cc; do loom_sources+=("${file#"$source_root/"}"); done
 done
+# A folder's *.cc.in templates are written by meson (configure_file or vcs_tag); here each is
+# written into the build folder with every @PLACEHOLDER@ as "fuzz" (the version text, today).
+generated_sources=()
+for folder in "${loom_folders[@]}"; do
+  for template in "$source_root/$folder"/*.cc.in; do
+    [ -e "$template" ] || continue
+    name="${template#"$source_root/"}"
+    output="$build/generated/${name%.in}"
+    mkdir -p "$(dirname "$output")"
+    sed 's/@[A-Z_]*@/fuzz/g' "$template" >"$output.new"
+    cmp -s "$output.new" "$output" && rm -f "$output.new" || mv "$output.new" "$output"
+    generated_sources+=("$output")
+  done
+done
 target_sources=(unique_id_target.cc bootstrap_wire_target.cc transport_wire_target.cc
                 topology_xml_target.cc)
 declare -A entry=([unique_id]=uniqueIdOneInput [bootstrap_wire]=bootstrapWireOneInput
@@ -65,6 +79,12 @@ flags+=" -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-
     object="obj/${source//\//_}.o"
     echo "build $object: cxx $source_root/$source"
     echo "  extra = -fsanitize=fuzzer-no-link"  # warnings: g++ -Werror guards Loom's own code
+    objects+=("$object")
+  done
+  for source in "${generated_sources[@]}"; do
+    object="obj/generated_$(basename "$source").o"
+    echo "build $object: cxx $source"
+    echo "  extra = -fsanitize=fuzzer-no-link"
     objects+=("$object")
   done
   for source in "${target_sources[@]}"; do
