@@ -194,7 +194,8 @@ typedef struct loomStore_v1 {
  * prefix of its own that no earlier communicator used (a reused prefix is an error). */
 loomResult_t loomCommInitRankStore(loomComm_t* comm, int nranks, int rank, const loomStore_t* store,
                                    const char* keyPrefix, loomConfig_t* config);
-/* ndev ranks as threads of this process; devlist is ignored on host (may be NULL). */
+/* ndev ranks as threads of this process. With a device runtime, rank i is bound to device
+ * devlist[i] (NULL: device i); without one, devlist is not used (host communicators). */
 loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist);
 /* Rank, size and rendezvous from the environment: loomrun's LOOM_RANK/LOOM_WORLD_SIZE/
  * LOOM_COMM_ID, torchrun's RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, OpenMPI's

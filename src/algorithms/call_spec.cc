@@ -198,6 +198,30 @@ void checkOverlap(const CallSpec& call, int rank, int nranks) {
 
 }  // namespace
 
+BufferExtents bufferExtents(const CallSpec& call, int rank, int nranks) {
+  const size_t block = call.count * typeSize(call.type);
+  const size_t all = block * static_cast<size_t>(nranks);
+  const bool isRoot = rank == call.root;
+  switch (call.collective) {
+    case Collective::AllReduce: return {block, block};
+    case Collective::AllGather: return {block, all};
+    case Collective::ReduceScatter: return {all, block};
+    case Collective::Broadcast: return {isRoot ? block : 0, block};
+    case Collective::Reduce: return {block, isRoot ? block : 0};
+    case Collective::AllToAll: return {all, all};
+    case Collective::AllToAllv:
+      if (call.layout == nullptr) return {};
+      return {extent(call.layout->sendCounts, call.layout->sendDispls) * typeSize(call.type),
+              extent(call.layout->recvCounts, call.layout->recvDispls) * typeSize(call.type)};
+    case Collective::Gather: return {block, isRoot ? all : 0};
+    case Collective::Scatter: return {isRoot ? all : 0, block};
+    case Collective::Barrier: return {};
+    case Collective::Send: return {block, 0};
+    case Collective::Recv: return {0, block};
+  }
+  return {};
+}
+
 // validate()'s checks of a send or receive, in the same order, run again to say which failed.
 void throwBadPeerOp(const CallSpec& call, int rank, int nranks) {
   checkType(rawValue(call.type), false);

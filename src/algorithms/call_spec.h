@@ -70,6 +70,10 @@ struct CallSpec {
   // The call's place among its communicator's calls, 1, 2, ...: the same on every rank for the
   // same call. 0 until the call takes its turn (core/call_order.h).
   uint64_t sequence = 0;
+  // Which of this rank's buffers are device memory (kDeviceSend | kDeviceRecv | kDeviceScalar),
+  // found once when the call is issued (core/buffer_domains.h); 0 (the host path) for most.
+  uint8_t deviceBuffers = 0;
+  static constexpr uint8_t kDeviceSend = 1, kDeviceRecv = 2, kDeviceScalar = 4;
 
   // Bytes one rank contributes: count elements, or nranks blocks of count for reduce-scatter
   // and all-to-all (scatter: on the root; all-to-all-v: the sum of its send counts).
@@ -81,6 +85,14 @@ struct CallSpec {
   // Inline: the direct engine builds it twice on every call (post and check).
   transport::CallDescriptor descriptor() const;
 };
+
+// The bytes a call reads from send and writes to recv on `rank`, counted from each pointer:
+// 0 for a buffer the rank does not use (a non-root's recvbuff of reduce, ...). All-to-all-v:
+// the furthest displacement + count. A validated call's extents fit in size_t.
+struct BufferExtents {
+  size_t send = 0, recv = 0;
+};
+BufferExtents bufferExtents(const CallSpec& call, int rank, int nranks);
 
 // What must agree across ranks. The in-place flag may differ (it is each rank's own business).
 // All-to-all-v counts differ by rank (each pair's sizes are checked by the transports); a

@@ -39,6 +39,7 @@ void issue(algo::CallSpec call) {
     std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
     api::resolvePreMulSum(call, pinned->name());
     algo::validate(call, pinned->rank(), pinned->size());
+    pinned->findDeviceBuffers(call);
     group::issuePinned(std::move(call), std::move(stream));
     return;
   }
@@ -46,6 +47,7 @@ void issue(algo::CallSpec call) {
   std::shared_ptr<Stream> stream = api::checkedStream(call.stream);
   api::resolvePreMulSum(call, comm->name());  // op >= loomNumOps: a PreMulSum operator (api_redop.cc)
   algo::validate(call, comm->rank(), comm->size());
+  comm->findDeviceBuffers(call);  // which buffers are device memory (core/buffer_domains.h)
   group::issue(call, std::move(comm), std::move(stream));
 }
 

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -17,8 +18,10 @@
 #include "bootstrap/socket_bootstrap.h"
 #include "bootstrap/store.h"
 #include "core/call_batch.h"
+#include "core/device_staging.h"
 #include "core/group.h"
 #include "core/settings.h"
+#include "device/device_select.h"
 
 using namespace loom;
 
@@ -171,17 +174,36 @@ loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId c
   return initRank("loomCommInitRankConfig", comm, nranks, commId, rank, config);
 }
 
-loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* /*devlist*/) {
+loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist) {
   return api::guarded("loomCommInitAll", [&] {
     if (comms == nullptr) throwArgument("comms is NULL");
     if (ndev < 1 || ndev > 1024) throwArgument("ndev " + std::to_string(ndev) + " must be in [1, 1024]");
     announceVersion();
+    // Rank i is bound to devlist[i] (NULL: device i), as in NCCL, when a device runtime is
+    // active; host communicators otherwise. Checked before any rank starts.
+    DeviceRuntime& runtime = device::processRuntime();
+    std::vector<int> devices(ndev, -1);
+    if (runtime.available()) {
+      for (int rank = 0; rank < ndev; ++rank) {
+        devices[rank] = devlist != nullptr ? devlist[rank] : rank;
+        if (devices[rank] < 0 || devices[rank] >= runtime.deviceCount()) {
+          throwArgument("devlist[" + std::to_string(rank) + "] = " + std::to_string(devices[rank]) +
+                        " is not a device (this process sees " + std::to_string(runtime.deviceCount()) + ", runtime " +
+                        runtime.name() + ")");
+        }
+      }
+    }
     const loomUniqueId id = startRootServer(nullptr, nullptr);
     const CommSettings settings = resolveSettings(nullptr);
     std::vector<std::unique_ptr<Communicator>> made(ndev);
     std::vector<std::function<void()>> tasks;
     for (int rank = 0; rank < ndev; ++rank) {
-      tasks.push_back([&, rank] { made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings); });
+      tasks.push_back([&, rank] {
+        // Task 0 runs on the caller's thread, whose current device is put back afterwards.
+        std::optional<DeviceGuard> onDevice;
+        if (devices[rank] >= 0) onDevice.emplace(runtime, devices[rank]);
+        made[rank] = std::make_unique<Communicator>(id, ndev, rank, settings);
+      });
     }
     runConcurrently(tasks);
     for (int rank = 0; rank < ndev; ++rank) comms[rank] = wrap(std::move(made[rank]));

@@ -48,6 +48,7 @@ enum class Knob {
   StreamCopyBytes,
   StreamReduceBytes,
   HostIsa,
+  Device,
   ShmSlotBytes,
   ShmSlots,
   SpreadRanks,
@@ -89,6 +90,8 @@ enum class Knob {
   SoakSeed,
   SoakIterations,
   DeterministicGrid,
+  DeviceGrid,
+  DeviceRanksExe,
 };
 
 enum class Type {

@@ -20,6 +20,9 @@ constexpr const char* kDebugLevels[] = {"WARN", "INFO", "TRACE"};
 constexpr const char* kTransports[] = {"auto", "shm", "socket", "tcp"};
 constexpr const char* kAlgorithms[] = {"auto", "ring"};
 constexpr const char* kHostIsas[] = {"generic", "avx2", "avx512"};
+// "emulated": the emulated GPU of CI (device/emulated_runtime.h), for tests and trying Loom's
+// device path on a machine without one.
+constexpr const char* kDevices[] = {"auto", "none", "cuda", "emulated"};
 // Path types nearest first, then NCCL's legacy integers (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS).
 constexpr const char* kPathLevels[] = {"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN",
                                        "PHB", "SYS", "0",   "1",   "2",   "3",   "4"};
@@ -114,6 +117,11 @@ constexpr Entry kEntries[] = {
      .values = kHostIsas, .defaultDoc = "best available",
      .doc = "which host reduction kernels run (one the CPU lacks is reported under `LOOM_DEBUG` "
             "and the best available used)"},
+    {.knob = Knob::Device, .name = "LOOM_DEVICE", .type = Type::Choice, .scope = Scope::Library,
+     .values = kDevices, .defaultValue = "auto",
+     .doc = "the device runtime: `auto` uses CUDA when a driver and a GPU are present and none "
+            "otherwise; `none` takes host buffers only; `emulated` is the emulated GPU (two "
+            "devices) that CI tests the device path with (see Device buffers)"},
     {.knob = Knob::ShmSlotBytes, .name = "LOOM_SHM_SLOT_BYTES", .type = Type::Integer,
      .scope = Scope::Library, .min = 64, .max = 64 * kMiB, .defaultValue = "131072",
      .doc = "shared-memory FIFO slot size, rounded up to 64 (must match on all ranks)"},
@@ -249,6 +257,13 @@ constexpr Entry kEntries[] = {
     {.knob = Knob::DeterministicGrid, .name = "LOOM_DETERMINISTIC_GRID", .type = Type::Text,
      .scope = Scope::Tests, .format = "`full` or `1m`", .defaultDoc = "unset",
      .doc = "`deterministic`: the whole grid (2-8 ranks, shm and TCP, counts to 16M; `1m`: to 1M+3) instead of CI's sample"},
+    {.knob = Knob::DeviceGrid, .name = "LOOM_DEVICE_GRID", .type = Type::Text,
+     .scope = Scope::Tests, .format = "`full` or `sample`", .defaultDoc = "unset",
+     .doc = "`device`: `full` runs every type at every count (suite `long`), `sample` a few types "
+            "and counts (CI's sanitizer stage), instead of CI's grid"},
+    {.knob = Knob::DeviceRanksExe, .name = "LOOM_DEVICE_RANKS_EXE", .type = Type::Text,
+     .scope = Scope::Tests, .format = kPath,
+     .doc = "the built `device_ranks`, which `device_processes` starts through loomrun"},
 };
 
 // The enum and the table must agree entry by entry: entry(knob) indexes by it.
@@ -259,7 +274,7 @@ constexpr bool inKnobOrder() {
   return true;
 }
 static_assert(inKnobOrder(), "kEntries must list the knobs in the order of enum Knob");
-static_assert(std::size(kEntries) == static_cast<size_t>(Knob::DeterministicGrid) + 1,
+static_assert(std::size(kEntries) == static_cast<size_t>(Knob::DeviceRanksExe) + 1,
               "every Knob needs its entry");
 
 }  // namespace

@@ -21,7 +21,7 @@
 namespace loom {
 
 Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSettings settings, Connect when)
-    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), id_(id) {
+    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), device_(deviceAtInit()), id_(id) {
   const UniqueIdContents contents = decodeUniqueId(id);
   char uid[17];
   std::snprintf(uid, sizeof(uid), "%016llx", static_cast<unsigned long long>(contents.commUid));
@@ -31,8 +31,8 @@ Communicator::Communicator(const loomUniqueId& id, int nranks, int rank, CommSet
 
 Communicator::Communicator(std::shared_ptr<Store> store, std::string keyPrefix, int nranks, int rank,
                            CommSettings settings, Connect when)
-    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), id_{}, store_(std::move(store)),
-      storePrefix_(std::move(keyPrefix)) {
+    : rank_(rank), nranks_(nranks), settings_(std::move(settings)), device_(deviceAtInit()), id_{},
+      store_(std::move(store)), storePrefix_(std::move(keyPrefix)) {
   name_ = !settings_.commName.empty() ? settings_.commName
           : storePrefix_.empty()      ? std::string("store")
                                       : "store:" + storePrefix_;
@@ -126,6 +126,14 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
   call.sequence = order_.nextSequence();
   refuseIfFailed();
   ErrorState::Running running(errors_);
+  if (call.deviceBuffers != 0) [[unlikely]] {
+    runStaged(call);
+    return;
+  }
+  runOnHost(call);
+}
+
+void Communicator::runOnHost(const algo::CallSpec& call) {
   // LOOM_CHECK=2 looks at the input before the call (in place, the call overwrites it).
   const size_t badInput = settings_.checkLevel >= 2 ? nonFiniteInput(call) : 0;
   try {
@@ -135,6 +143,24 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
     recordFailure(name);
   }
   if (settings_.checkLevel >= 2) checkFinite(call, badInput);
+}
+
+// The host path over pinned copies of the device buffers. A failed copy fails the call as a
+// failed transfer does: the peers are told, and the communicator is unusable from then on.
+// LOOM_CHECK=2's report comes after the result is back in device memory, as on the host path.
+void Communicator::runStaged(const algo::CallSpec& call) {
+  const algo::CallSpec* hostCall = nullptr;
+  size_t badInput = 0;
+  try {
+    hostCall = &staging_.stageIn(std::span(&call, 1), device_, rank_, nranks_, settings_.timeoutMs).front();
+    if (settings_.checkLevel >= 2) badInput = nonFiniteInput(*hostCall);
+    execute(*hostCall);
+    staging_.stageOut(settings_.timeoutMs);
+  } catch (...) {
+    const auto name = [&call] { return callName(call); };
+    recordFailure(name);
+  }
+  if (settings_.checkLevel >= 2) checkFinite(*hostCall, badInput);
 }
 
 // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it. A

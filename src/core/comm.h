@@ -7,6 +7,7 @@
 //   Connector      peer facts, transports, connections, direct engine core/connector.h
 //   ScheduleCache  built schedules and scratch memory                core/schedule_cache.h
 //   PreMulSumInput this rank's premultiplied input for PreMulSum calls core/premul_input.h
+//   DeviceStaging  pinned host copies of a call's device buffers     core/device_staging.h
 // A call (algorithms/call_spec.h) takes a ticket when issued and runs when its turn comes:
 // through the direct engine when that takes it, else as a schedule on the executor.
 #pragma once
@@ -24,7 +25,9 @@
 #include "base/bootstrap.h"
 #include "base/function_ref.h"
 #include "core/call_order.h"
+#include "core/buffer_domains.h"
 #include "core/connector.h"
+#include "core/device_staging.h"
 #include "core/error_state.h"
 #include "core/premul_input.h"
 #include "core/schedule_cache.h"
@@ -60,6 +63,13 @@ class Communicator {
   int size() const { return nranks_; }
   const CommSettings& settings() const { return settings_; }
   const std::string& name() const { return name_; }
+  // The device this communicator is bound to: the one current on the thread that made it
+  // (loomCommInitAll: its device list's entry); -1 without a device runtime.
+  int device() const { return device_; }
+
+  // Marks which of a validated call's buffers are device memory (core/buffer_domains.h), before
+  // the call is issued; throws loomInvalidArgument for a buffer this communicator cannot use.
+  void findDeviceBuffers(algo::CallSpec& call) const { loom::findDeviceBuffers(call, device_, rank_, nranks_); }
 
   // Calls on one communicator execute in the order they were issued, whichever thread runs
   // them: issuing takes a ticket, and run() waits for its turn. Every ticket must be run
@@ -127,11 +137,15 @@ class Communicator {
   static std::string callName(const algo::CallSpec& call);
   // What the executor needs of this communicator to run one schedule.
   void fillContext(algo::ExecutionContext& context, FunctionRef<std::string()> operation, size_t messageBytes) const;
+  void runOnHost(const algo::CallSpec& call);  // every buffer host memory
+  void runStaged(const algo::CallSpec& call);  // through DeviceStaging
   void execute(const algo::CallSpec& call);  // call.sequence is set
   void executeCall(const algo::CallSpec& call);  // a PreMulSum call already premultiplied
   std::string describeCall(const algo::CallSpec& call) const;
   size_t nonFiniteInput(const algo::CallSpec& call) const;
   void checkFinite(const algo::CallSpec& call, size_t badInput) const;
+  void peerOpsOnHost(const std::vector<algo::CallSpec>& ops);  // runPeerOps' host path
+  void peerOpsStaged(const std::vector<algo::CallSpec>& ops);
 
   int rank_;
   int nranks_;
@@ -143,6 +157,8 @@ class Communicator {
   std::unique_ptr<Connector> links_;
   ScheduleCache schedules_;
   PreMulSumInput premul_;
+  int device_ = -1;
+  DeviceStaging staging_;
   uint32_t shrinks_ = 0;  // shrink epochs, to tell offers apart
   loomUniqueId id_;        // kept for connect()
   std::shared_ptr<Store> store_;  // ... or the store the ranks meet in, dropped once connected

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reduction operators, written once for the host kernels (host_reduce_*.cc) and the CUDA
-// kernels (cuda_reduce.cu), so both produce the same bits.
+// kernels (device/cuda_kernels.cu, through device_kernels.h), so both produce the same bits.
 //
 // Semantics, per value type T:
 // - Integers: sum and prod wrap modulo 2^bits (computed in the unsigned type: no signed

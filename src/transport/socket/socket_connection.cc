@@ -458,6 +458,13 @@ void SocketConnection::fail(const char* direction, int err) {
     // communicator, or its process ended; the phrase shm and the direct engine use too.
     throw Error(loomRemoteError, peerLeft(peer_, peerPid_) + ": it closed the connection: " + where + state);
   }
+  if (err == EFAULT) {
+    // The kernel could not read or write the buffer: not host memory. The core stages device
+    // buffers through pinned host memory (core/device_staging.h), so this is a bug or a pointer
+    // that is no buffer at all; say so rather than leave "Bad address" to be puzzled over.
+    throwArgument(where + state + ": the buffer is not host memory the kernel can reach (EFAULT: " +
+                  errnoText(err) + "); a device pointer must go through Loom's device staging");
+  }
   throwSystem(where + state, err);
 }
 
