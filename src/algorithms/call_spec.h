@@ -55,6 +55,11 @@ struct PreMulSum {
 
 struct CallSpec {
   Collective collective = Collective::AllReduce;
+  // Which of this rank's buffers are device memory (kDeviceSend | kDeviceRecv | kDeviceScalar),
+  // found once when the call is issued (core/buffer_domains.h); 0 (the host path) for most.
+  // Beside `collective`, in what would be padding: the spec every call copies does not grow.
+  uint8_t deviceBuffers = 0;
+  static constexpr uint8_t kDeviceSend = 1, kDeviceRecv = 2, kDeviceScalar = 4;
   const void* send = nullptr;
   void* recv = nullptr;
   // As in the API call: sendcount for all-gather, recvcount for reduce-scatter, else count.
@@ -70,10 +75,6 @@ struct CallSpec {
   // The call's place among its communicator's calls, 1, 2, ...: the same on every rank for the
   // same call. 0 until the call takes its turn (core/call_order.h).
   uint64_t sequence = 0;
-  // Which of this rank's buffers are device memory (kDeviceSend | kDeviceRecv | kDeviceScalar),
-  // found once when the call is issued (core/buffer_domains.h); 0 (the host path) for most.
-  uint8_t deviceBuffers = 0;
-  static constexpr uint8_t kDeviceSend = 1, kDeviceRecv = 2, kDeviceScalar = 4;
 
   // Bytes one rank contributes: count elements, or nranks blocks of count for reduce-scatter
   // and all-to-all (scatter: on the root; all-to-all-v: the sum of its send counts).

@@ -120,6 +120,28 @@ std::string Communicator::describeCall(const algo::CallSpec& call) const {
   return callHead(call) + ", comm " + name_ + ", rank " + std::to_string(rank_) + ")";
 }
 
+// The direct engine takes the calls it handles and posts the others (see direct_engine.h);
+// the rest run as schedules. A PreMulSum call runs as the sum of premultiplied inputs.
+inline void Communicator::execute(const algo::CallSpec& issued) {
+  if (issued.premul.active) {
+    executeCall(premul_.prepare(issued, rank_, nranks_));
+    return;
+  }
+  executeCall(issued);
+}
+
+inline void Communicator::runOnHost(const algo::CallSpec& call) {
+  // LOOM_CHECK=2 looks at the input before the call (in place, the call overwrites it).
+  const size_t badInput = settings_.checkLevel >= 2 ? nonFiniteInput(call) : 0;
+  try {
+    execute(call);
+  } catch (...) {
+    const auto name = [&call] { return callName(call); };  // built only once the peers are told
+    recordFailure(name);
+  }
+  if (settings_.checkLevel >= 2) checkFinite(call, badInput);
+}
+
 void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
   const TurnGuard turn(*this, ticket, issued);
   algo::CallSpec call = issued;
@@ -131,18 +153,6 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
     return;
   }
   runOnHost(call);
-}
-
-void Communicator::runOnHost(const algo::CallSpec& call) {
-  // LOOM_CHECK=2 looks at the input before the call (in place, the call overwrites it).
-  const size_t badInput = settings_.checkLevel >= 2 ? nonFiniteInput(call) : 0;
-  try {
-    execute(call);
-  } catch (...) {
-    const auto name = [&call] { return callName(call); };  // built only once the peers are told
-    recordFailure(name);
-  }
-  if (settings_.checkLevel >= 2) checkFinite(call, badInput);
 }
 
 // The host path over pinned copies of the device buffers. A failed copy fails the call as a
@@ -248,16 +258,6 @@ void Communicator::checkFinite(const algo::CallSpec& call, size_t badInput) cons
     message += std::string(inputBad ? ";" : "") + " the result has NaN or infinity at element " + std::to_string(badOutput);
   }
   throw Error(loomInvalidUsage, message);
-}
-
-// The direct engine takes the calls it handles and posts the others (see direct_engine.h);
-// the rest run as schedules. A PreMulSum call runs as the sum of premultiplied inputs.
-void Communicator::execute(const algo::CallSpec& issued) {
-  if (issued.premul.active) {
-    executeCall(premul_.prepare(issued, rank_, nranks_));
-    return;
-  }
-  executeCall(issued);
 }
 
 void Communicator::executeCall(const algo::CallSpec& call) {

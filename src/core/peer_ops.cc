@@ -43,39 +43,7 @@ std::string operationName(const std::vector<algo::CallSpec>& ops) {
 
 }  // namespace
 
-void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t ticket) {
-  const TurnGuard turn(*this, ticket, ops.front());
-  refuseIfFailed();
-  ErrorState::Running running(errors_);
-  for (const algo::CallSpec& op : ops) {
-    if (op.deviceBuffers != 0) [[unlikely]] {
-      peerOpsStaged(ops);
-      return;
-    }
-  }
-  peerOpsOnHost(ops);
-}
-
-// Sends and receives of device buffers: the host path over pinned copies (core/device_staging.h).
-void Communicator::peerOpsStaged(const std::vector<algo::CallSpec>& ops) {
-  const auto name = [&ops] { return operationName(ops); };
-  std::vector<algo::CallSpec> hostOps;
-  try {
-    const std::span<const algo::CallSpec> staged = staging_.stageIn(ops, device_, rank_, nranks_, settings_.timeoutMs);
-    hostOps.assign(staged.begin(), staged.end());
-  } catch (...) {
-    recordFailure(name);
-  }
-  peerOpsOnHost(hostOps);  // tells the peers and records its own failure
-  try {
-    staging_.stageOut(settings_.timeoutMs);
-  } catch (...) {
-    recordFailure(name);
-  }
-}
-
-void Communicator::peerOpsOnHost(const std::vector<algo::CallSpec>& ops) {
-
+inline void Communicator::peerOpsOnHost(const std::vector<algo::CallSpec>& ops) {
   // Kept per thread, like the executor's storage: a small exchange allocates nothing here. The
   // schedule depends only on the communicator (rank, connections) and the operations'
   // directions, peers and sizes, so an exchange repeated in a loop keeps it, with whether it is
@@ -141,6 +109,37 @@ void Communicator::peerOpsOnHost(const std::vector<algo::CallSpec>& ops) {
     const auto name = [&ops] { return operationName(ops); };  // built only once the peers are told
     recordFailure(name);
   }
+}
+
+// Sends and receives of device buffers: the host path over pinned copies (core/device_staging.h).
+void Communicator::peerOpsStaged(const std::vector<algo::CallSpec>& ops) {
+  const auto name = [&ops] { return operationName(ops); };
+  std::vector<algo::CallSpec> hostOps;
+  try {
+    const std::span<const algo::CallSpec> staged = staging_.stageIn(ops, device_, rank_, nranks_, settings_.timeoutMs);
+    hostOps.assign(staged.begin(), staged.end());
+  } catch (...) {
+    recordFailure(name);
+  }
+  peerOpsOnHost(hostOps);  // tells the peers and records its own failure
+  try {
+    staging_.stageOut(settings_.timeoutMs);
+  } catch (...) {
+    recordFailure(name);
+  }
+}
+
+void Communicator::runPeerOps(const std::vector<algo::CallSpec>& ops, uint64_t ticket) {
+  const TurnGuard turn(*this, ticket, ops.front());
+  refuseIfFailed();
+  ErrorState::Running running(errors_);
+  for (const algo::CallSpec& op : ops) {
+    if (op.deviceBuffers != 0) [[unlikely]] {
+      peerOpsStaged(ops);
+      return;
+    }
+  }
+  peerOpsOnHost(ops);
 }
 
 }  // namespace loom

@@ -13,7 +13,6 @@ namespace loom::device {
 namespace {
 
 std::atomic<DeviceRuntime*> chosen{nullptr};
-std::atomic<bool> active{false};
 
 DeviceRuntime& choose() {
   const std::string wanted = config::choice(config::Knob::Device);
@@ -35,11 +34,13 @@ DeviceRuntime& processRuntime() {
   if (DeviceRuntime* runtime = chosen.load(std::memory_order_acquire)) return *runtime;
   DeviceRuntime& runtime = choose();
   LOOM_INFO(INIT, "device runtime: %s (%d devices)", runtime.name(), runtime.deviceCount());
-  active.store(runtime.available(), std::memory_order_release);
+  detail::runtimeActive.store(runtime.available(), std::memory_order_release);
   chosen.store(&runtime, std::memory_order_release);
   return runtime;
 }
 
-bool deviceRuntimeActive() { return active.load(std::memory_order_acquire); }
+namespace detail {
+std::atomic<bool> runtimeActive{false};
+}
 
 }  // namespace loom::device

@@ -10,6 +10,9 @@
 // A process has one runtime for its life, as it has one CUDA driver.
 #pragma once
 
+#include <atomic>
+#include <string>
+
 #include "base/device_runtime.h"
 
 namespace loom::device {
@@ -19,8 +22,11 @@ namespace loom::device {
 DeviceRuntime& processRuntime();
 
 // True once processRuntime() has chosen a runtime that is not "none". The host path asks this
-// (one load) before it classifies any pointer.
-bool deviceRuntimeActive();
+// (one load, inline) before it classifies any pointer.
+namespace detail {
+extern std::atomic<bool> runtimeActive;
+}
+inline bool deviceRuntimeActive() { return detail::runtimeActive.load(std::memory_order_acquire); }
 
 // The "none" runtime: classify() says Host for every canonical address and throws for any
 // other ("no CUDA driver: ..."), and every device operation throws.
