@@ -364,8 +364,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const Comm
   while (group[newRank].rank != rank_) ++newRank;
   LOOM_INFO(INIT, "comm %s: split color %d key %d -> rank %d of %d", name_.c_str(), color, key,
             newRank, static_cast<int>(group.size()));
-  auto child = std::make_unique<Communicator>(ids[group.front().rank], static_cast<int>(group.size()),
-                                              newRank, childSettings);
+  auto child = makeChild(ids[group.front().rank], static_cast<int>(group.size()), newRank, childSettings);
   log::setThreadRank(rank_);
   return child;
 }

@@ -18,14 +18,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/call_spec.h"
 #include "base/bootstrap.h"
 #include "base/function_ref.h"
-#include "core/call_order.h"
 #include "core/buffer_domains.h"
+#include "core/call_order.h"
 #include "core/connector.h"
 #include "core/device_staging.h"
 #include "core/error_state.h"
@@ -171,6 +173,14 @@ class Communicator {
   // communicator's facts are keyed by (runPeerOps' kept schedule).
   const uint64_t serial_ = nextSerial();
   static uint64_t nextSerial();
+  // Makes a child (split, shrink) on this communicator's device, whatever device is current on
+  // the calling thread, which is left as it was.
+  template <class... Args>
+  std::unique_ptr<Communicator> makeChild(Args&&... args) const {
+    std::optional<DeviceGuard> onDevice;
+    if (device_ >= 0) onDevice.emplace(device::processRuntime(), device_);
+    return std::make_unique<Communicator>(std::forward<Args>(args)...);
+  }
 };
 
 }  // namespace loom

@@ -180,7 +180,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     contents.commUid = auth::deriveCommUid(childSecret);
     childId = encodeUniqueId(contents);
   }
-  auto child = std::make_unique<Communicator>(childId, newSize, newRank, childSettings);
+  auto child = makeChild(childId, newSize, newRank, childSettings);
   log::setThreadRank(rank_);
   return child;
 }

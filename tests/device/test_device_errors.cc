@@ -139,6 +139,23 @@ TEST(DeviceErrors, InitAllLeavesTheCallersDeviceAsItWas) {
   for (loomComm_t comm : comms) EXPECT_EQ(loomCommDestroy(comm), loomSuccess);
 }
 
+// A child of loomCommSplit lives on its parent's device, whatever device is current when the
+// split is called (as NCCL's children do).
+TEST(DeviceErrors, ASplitCommunicatorKeepsItsParentsDevice) {
+  loomComm_t parent = oneRankComm(1);
+  runtime().setCurrentDevice(0);
+  loomComm_t child = nullptr;
+  ASSERT_EQ(loomCommSplit(parent, 0, 0, &child, nullptr), loomSuccess) << lastError(parent);
+  runtime().setCurrentDevice(1);
+  void* onDevice1 = runtime().allocDevice(4096);
+  runtime().setCurrentDevice(0);
+  EXPECT_EQ(loomAllReduce(onDevice1, onDevice1, 16, loomInt32, loomSum, child, nullptr), loomSuccess)
+      << lastError(child);
+  EXPECT_EQ(loomCommDestroy(child), loomSuccess);
+  EXPECT_EQ(loomCommDestroy(parent), loomSuccess);
+  runtime().freeDevice(onDevice1);
+}
+
 // A process without a device runtime (LOOM_DEVICE=none) given a device pointer.
 TEST(DeviceErrors, WithoutADeviceRuntimeADeviceBufferIsNoCudaDriver) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
