@@ -10,6 +10,7 @@
 
 #include "algorithms/executor_quick.h"
 #include "algorithms/peer_liveness.h"
+#include "algorithms/staged_copies.h"
 #include "base/backoff.h"
 #include "base/per_thread.h"
 #include "base/datatype.h"
@@ -45,6 +46,9 @@ constexpr BackoffPolicy executorBackoff(int spinPasses) { return BackoffPolicy{s
 constexpr int kYieldsPerClockRead = 8;
 static_assert(executorBackoff(0).yieldRounds >= kYieldsPerClockRead, "the idle time must start before any sleep");
 
+// The longest sleep of a rank whose next step waits for a device copy of its input.
+constexpr int kDeviceCopyPollUs = 50;
+
 // How long a rank must make no progress before the death of a rank it does not wait on fails it.
 constexpr int kOtherDeathGraceMs = 1000;
 
@@ -60,6 +64,8 @@ struct RunStorage {
   std::vector<Registration> registered;
   transport::WaitSet waits;
   std::vector<const transport::Connection*> waiting;
+  std::vector<uint8_t> arrived;  // staged calls: by step, its staged input is on the host
+  StagedWrites stagedWrites;
 };
 
 RunStorage& runStorage() { return PerThread<RunStorage>::get(); }
@@ -73,8 +79,9 @@ class Run {
       : adopting_(adopted != nullptr), call_(call), schedule_(schedule), buffers_(buffers), context_(context),
         elementBytes_(typeSize(call.type)), storage_(runStorage()), done_(storage_.done), local_(storage_.local),
         rankSources_(storage_.rankSources), lanes_(storage_.lanes), registered_(storage_.registered),
-        waits_(storage_.waits), waiting_(storage_.waiting) {
+        waits_(storage_.waits), waiting_(storage_.waiting), staged_(context.staged) {
     done_.assign(schedule.steps.size(), 0);
+    if (staged_ != nullptr) startStaged();
     local_.clear();
     lanes_.reset(context.connections != nullptr ? context.connections->size() : 0);
     remaining_ = schedule.steps.size();
@@ -192,9 +199,44 @@ class Run {
     return unregisteredRegion(buffers_, schedule_, buffer);
   }
 
-  bool ready(int index) const {
+  bool ready(int index) {
     const Step& step = schedule_.steps[index];
-    return (step.dependsOn < 0 || done_[step.dependsOn]) && (step.alsoDependsOn < 0 || done_[step.alsoDependsOn]);
+    return (step.dependsOn < 0 || done_[step.dependsOn]) && (step.alsoDependsOn < 0 || done_[step.alsoDependsOn]) &&
+           (staged_ == nullptr || stagedInputArrived(index));
+  }
+
+  // The memory a step reads (src) and writes (dst) in the call's buffers: what it must wait for
+  // when they are staged copies of device memory (a ReduceRanks source spans every rank's block).
+  static size_t sourceBytes(const Step& step) {
+    if (step.kind == StepKind::ReduceRanks) return step.stride * static_cast<size_t>(step.blocks - 1) + step.dst.bytes;
+    const bool reads = step.kind == StepKind::Send || step.kind == StepKind::Copy || step.kind == StepKind::RecvReduce;
+    return reads ? step.src.bytes : 0;
+  }
+
+  // Queues the input's device copies in the order the steps first touch it, and counts the
+  // steps that write each part of the output.
+  void startStaged() {
+    storage_.arrived.assign(schedule_.steps.size(), 0);
+    storage_.stagedWrites.build(schedule_, buffers_);
+    for (const Step& step : schedule_.steps) {
+      const size_t read = sourceBytes(step);
+      if (read > 0 && step.src.buffer != Buffer::Scratch) staged_->expect(source(step.src), read);
+      if (writesStagedMemory(step)) staged_->expect(source(step.dst), step.dst.bytes);
+    }
+    staged_->startInput();
+  }
+
+  bool stagedInputArrived(int index) {
+    if (storage_.arrived[index]) return true;
+    const Step& step = schedule_.steps[index];
+    const size_t read = sourceBytes(step);
+    if ((read == 0 || step.src.buffer == Buffer::Scratch || staged_->arrived(source(step.src), read)) &&
+        (!writesStagedMemory(step) || staged_->arrived(source(step.dst), step.dst.bytes))) {
+      storage_.arrived[index] = 1;
+      return true;
+    }
+    awaitingDevice_ = true;
+    return false;
   }
 
   const char* source(const Range& range) const { return base(range.buffer) + range.offset; }
@@ -203,6 +245,7 @@ class Run {
   void complete(int index) {
     done_[index] = 1;
     --remaining_;
+    if (staged_ != nullptr) storage_.stagedWrites.done(schedule_, index, buffers_, *staged_);
   }
 
   bool runLocalSteps() {
@@ -263,6 +306,7 @@ class Run {
   }
 
   bool pass() {
+    awaitingDevice_ = false;
     bool moved = runLocalSteps();
     for (auto& [peer, lanes] : lanes_) {
       moved |= post(lanes, lanes.send, true);
@@ -386,7 +430,7 @@ class Run {
   }
 
   std::string waitingOn() const {
-    std::string text = "waiting on";
+    std::string text = awaitingDevice_ ? "waiting on the input's copy from the device," : "waiting on";
     for (const auto& [peer, lanes] : lanes_) {
       if (lanes.send.active >= 0 || !lanes.send.pending.empty()) {
         text += " send to rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
@@ -435,7 +479,9 @@ class Run {
         for (const auto& [peer, lanes] : lanes_) {
           if (lanes.send.active >= 0 || lanes.recv.active >= 0) waiting_.push_back(lanes.connection);
         }
-        waits_.sleep(waiting_, backoff_.sleepUs());
+        // A device copy that lands rings no doorbell: while a step waits for one, sleep briefly
+        // (the emulated GPU's copies need this core; a real GPU's copy engine does not).
+        waits_.sleep(waiting_, awaitingDevice_ ? std::min(backoff_.sleepUs(), kDeviceCopyPollUs) : backoff_.sleepUs());
         return;
     }
   }
@@ -461,6 +507,8 @@ class Run {
   const transport::CallTag tag_ = callTag(call_, context_);
   transport::WaitSet& waits_;
   std::vector<const transport::Connection*>& waiting_;  // kept: no allocation per sleep
+  StagedCopies* const staged_;
+  bool awaitingDevice_ = false;  // this pass found a step whose staged input has not arrived
   Backoff backoff_{executorBackoff(context_.spinPasses)};
   Clock::time_point idleSince_;
   Clock::time_point nextLivenessCheck_;
@@ -473,6 +521,10 @@ void execute(const CallSpec& call, const Schedule& schedule, const ExecutionBuff
   RunStorage& storage = runStorage();
   QuickPlan& plan = context.quickPlan != nullptr ? *context.quickPlan : storage.plan;
   if (context.quickPlan == nullptr) plan.state = QuickPlan::State::Unknown;
+  if (context.staged != nullptr) [[unlikely]] {  // its sends must wait for the device's copies
+    Run(call, schedule, buffers, context).run();
+    return;
+  }
   if (plan.state == QuickPlan::State::Unknown) prepareQuickPlan(call, schedule, context, plan);
   if (plan.state != QuickPlan::State::Eligible) {
     Run(call, schedule, buffers, context).run();

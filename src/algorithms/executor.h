@@ -74,6 +74,9 @@ struct ExecutionContext {
   // A caller that repeats one schedule (a batch of sends and receives in a loop) keeps its
   // QuickPlan beside it: null, or a plan whose state is Unknown, makes the executor work it out.
   struct QuickPlan* quickPlan = nullptr;
+  // The buffers are host copies of device memory whose copies run alongside the steps
+  // (staged_copies.h); null for host buffers. Such a call never takes the quick exchange.
+  class StagedCopies* staged = nullptr;
 };
 
 // What a quick exchange (executor_quick.h) derives from the schedule, the call's shape and the

@@ -3,7 +3,7 @@
 // each received piece (a copy or a reduction), each direction's queue of steps, and the table
 // of the peers the call talks to. Kept per thread between calls, so a small call allocates
 // nothing. Also what its general run and its quick exchange (executor_quick.h) share: message
-// tags, buffer addresses and regions. Internal to the executor; nothing else includes it.
+// tags, buffer addresses and regions. Internal to the executor (and its staged_copies.cc).
 #pragma once
 
 #include <cstring>

@@ -49,6 +49,7 @@ enum class Knob {
   StreamReduceBytes,
   HostIsa,
   Device,
+  DeviceCopyBytes,
   ShmSlotBytes,
   ShmSlots,
   SpreadRanks,

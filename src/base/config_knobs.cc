@@ -122,6 +122,12 @@ constexpr Entry kEntries[] = {
      .doc = "the device runtime: `auto` uses CUDA when a driver and a GPU are present and none "
             "otherwise; `none` takes host buffers only; `emulated` is the emulated GPU (two "
             "devices) that CI tests the device path with (see Device buffers)"},
+    {.knob = Knob::DeviceCopyBytes, .name = "LOOM_DEVICE_COPY_BYTES", .type = Type::Integer,
+     .scope = Scope::Library, .min = 4096, .max = 1024 * kMiB, .zeroAllowed = true, .defaultValue = "1048576",
+     .doc = "device buffers: the piece size of the copies between device memory and Loom's "
+            "pinned host buffers, which run while the transfer does (input in the order the "
+            "algorithm first needs it, output as each part is final); `0` copies the whole input "
+            "before the call's transfer and the whole output after it"},
     {.knob = Knob::ShmSlotBytes, .name = "LOOM_SHM_SLOT_BYTES", .type = Type::Integer,
      .scope = Scope::Library, .min = 64, .max = 64 * kMiB, .defaultValue = "131072",
      .doc = "shared-memory FIFO slot size, rounded up to 64 (must match on all ranks)"},

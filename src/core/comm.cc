@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "bootstrap/socket_bootstrap.h"
 #include "bootstrap/store_bootstrap.h"
+#include "device/device_select.h"
 #include "kernels/host/non_finite.h"
 
 namespace loom {
@@ -161,12 +162,21 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
 void Communicator::runStaged(const algo::CallSpec& call) {
   const algo::CallSpec* hostCall = nullptr;
   size_t badInput = 0;
+  const DeviceGuard onDevice(device::processRuntime(), device_);
   try {
-    hostCall = &staging_.stageIn(std::span(&call, 1), device_, rank_, nranks_, settings_.timeoutMs).front();
+    hostCall = &staging_.stageIn(std::span(&call, 1), device_, rank_, nranks_, settings_.deviceCopyBytes).front();
+    // What reads the whole input at once waits for all of it; a schedule waits piece by piece,
+    // unless the call is one piece anyway (the pieces' bookkeeping would only add to it).
+    algo::DirectEngine* direct = links_->direct();
+    const bool whole = hostCall->messageBytes(nranks_) <= settings_.deviceCopyBytes || settings_.checkLevel >= 2 ||
+                       hostCall->premul.active || (direct != nullptr && direct->handles(*hostCall));
+    if (whole) staging_.awaitInput(settings_.timeoutMs);
     if (settings_.checkLevel >= 2) badInput = nonFiniteInput(*hostCall);
+    const StagedScope overlapped(*this, !whole);
     execute(*hostCall);
     staging_.stageOut(settings_.timeoutMs);
   } catch (...) {
+    staging_.settle(settings_.timeoutMs);
     const auto name = [&call] { return callName(call); };
     recordFailure(name);
   }
@@ -319,6 +329,7 @@ void Communicator::fillContext(algo::ExecutionContext& context, FunctionRef<std:
   // against 63 spin passes).
   context.spinPasses = links_->oversubscribed() ? 0 : 4095;
   context.yieldBeforeSleepMs = links_->oversubscribed() ? kOversubscribedYieldMs : 0;
+  context.staged = staged_;
 }
 
 void Communicator::waitForAsyncWork() {

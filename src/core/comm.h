@@ -164,6 +164,16 @@ class Communicator {
   PreMulSumInput premul_;
   int device_ = -1;
   DeviceStaging staging_;
+  // While a staged call runs with its copies overlapping the transfer: the executor's view of
+  // staging_ (fillContext passes it on); null otherwise.
+  algo::StagedCopies* staged_ = nullptr;
+  struct StagedScope {
+    StagedScope(Communicator& comm, bool overlap) : comm_(comm) {
+      if (overlap) comm_.staged_ = &comm_.staging_;
+    }
+    ~StagedScope() { comm_.staged_ = nullptr; }
+    Communicator& comm_;
+  };
   uint32_t shrinks_ = 0;  // shrink epochs, to tell offers apart
   loomUniqueId id_;        // kept for connect()
   std::shared_ptr<Store> store_;  // ... or the store the ranks meet in, dropped once connected

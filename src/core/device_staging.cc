@@ -22,7 +22,10 @@ DeviceGuard::~DeviceGuard() {
 
 DeviceStaging::~DeviceStaging() {
   if (runtime_ == nullptr) return;
-  if (stream_ != nullptr) runtime_->destroyStream(stream_);
+  settle(1000);
+  for (DeviceEvent event : events_) runtime_->destroyEvent(event);
+  if (in_ != nullptr) runtime_->destroyStream(in_);
+  if (out_ != nullptr) runtime_->destroyStream(out_);
   if (host_ != nullptr) runtime_->freePinnedHost(host_);
 }
 
@@ -77,60 +80,91 @@ void* DeviceStaging::hostAddress(const void* devicePointer) const {
   throwInternal("device staging: " + pointerText(devicePointer) + " is in no staged region");
 }
 
-void DeviceStaging::runCopies(const std::vector<Copy>& copies, bool toHost, int timeoutMs) {
-  if (copies.empty()) return;
-  for (const Copy& copy : copies) {
-    void* device = reinterpret_cast<void*>(copy.device);
-    void* host = hostAddress(device);
-    if (toHost) {
-      runtime_->copyAsync(host, device, copy.bytes, stream_);
-    } else {
-      runtime_->copyAsync(device, host, copy.bytes, stream_);
-    }
+void DeviceStaging::addInput(const void* device, size_t bytes, size_t pieceBytes) {
+  const auto base = reinterpret_cast<uintptr_t>(device);
+  const auto host = reinterpret_cast<uintptr_t>(hostAddress(device));
+  const size_t step = pieceBytes == 0 ? bytes : pieceBytes;
+  for (size_t offset = 0; offset < bytes; offset += step) {
+    inputs_.push_back(Piece{host + offset, base + offset, std::min(step, bytes - offset)});
   }
-  runtime_->synchronize(stream_, timeoutMs);
+}
+
+void DeviceStaging::addOutput(const void* device, size_t bytes) {
+  outputs_.push_back(
+      Piece{reinterpret_cast<uintptr_t>(hostAddress(device)), reinterpret_cast<uintptr_t>(device), bytes});
 }
 
 std::span<const algo::CallSpec> DeviceStaging::stageIn(std::span<const algo::CallSpec> calls, int device, int rank,
-                                                       int nranks, int timeoutMs) {
+                                                       int nranks, size_t pieceBytes) {
   if (runtime_ == nullptr) runtime_ = &device::processRuntime();
-  const DeviceGuard onDevice(*runtime_, device);
-  if (stream_ == nullptr || device_ != device) {
-    if (stream_ != nullptr) runtime_->destroyStream(stream_);
-    stream_ = nullptr;
-    stream_ = runtime_->createStream();
+  if (in_ == nullptr || device_ != device) {
+    for (DeviceEvent event : events_) runtime_->destroyEvent(event);
+    events_.clear();
+    for (DeviceStream* stream : {&in_, &out_}) {
+      if (*stream != nullptr) runtime_->destroyStream(*stream);
+      *stream = nullptr;
+    }
+    in_ = runtime_->createStream();
+    out_ = runtime_->createStream();
     device_ = device;
   }
   regions_.clear();
-  copiesIn_.clear();
-  copiesOut_.clear();
+  inputs_.clear();
+  outputs_.clear();
+  sentBack_.clear();
+  pendingBegin_ = pendingEnd_ = 0;
+  queued_ = landed_ = 0;
+  pieceBytes_ = pieceBytes;
   for (const algo::CallSpec& call : calls) {
     const algo::BufferExtents extents = algo::bufferExtents(call, rank, nranks);
-    if (call.deviceBuffers & algo::CallSpec::kDeviceSend) {
-      addRegion(call.send, extents.send);
-      copiesIn_.push_back(Copy{reinterpret_cast<uintptr_t>(call.send), extents.send});
+    if (call.deviceBuffers & algo::CallSpec::kDeviceSend) addRegion(call.send, extents.send);
+    if (call.deviceBuffers & algo::CallSpec::kDeviceRecv) addRegion(call.recv, extents.recv);
+    if (call.deviceBuffers & algo::CallSpec::kDeviceScalar) addRegion(call.premul.memory, typeSize(call.type));
+  }
+  layOutRegions();
+  for (const algo::CallSpec& call : calls) {
+    const algo::BufferExtents extents = algo::bufferExtents(call, rank, nranks);
+    if ((call.deviceBuffers & algo::CallSpec::kDeviceSend) && extents.send > 0) {
+      addInput(call.send, extents.send, pieceBytes);
     }
-    if (call.deviceBuffers & algo::CallSpec::kDeviceRecv) {
-      addRegion(call.recv, extents.recv);
-      const auto recv = reinterpret_cast<uintptr_t>(call.recv);
+    if (call.deviceBuffers & algo::CallSpec::kDeviceScalar) addInput(call.premul.memory, typeSize(call.type), 0);
+    if ((call.deviceBuffers & algo::CallSpec::kDeviceRecv) && extents.recv > 0) {
+      const char* recv = static_cast<const char*>(call.recv);
       if (call.collective == algo::Collective::AllToAllv) {
         // Only the blocks the call writes go back: what lies between them stays as it was.
         const size_t element = typeSize(call.type);
         for (size_t peer = 0; peer < call.layout->recvCounts.size(); ++peer) {
           const size_t count = call.layout->recvCounts[peer];
-          if (count > 0) copiesOut_.push_back(Copy{recv + call.layout->recvDispls[peer] * element, count * element});
+          if (count > 0) addOutput(recv + call.layout->recvDispls[peer] * element, count * element);
         }
       } else {
-        copiesOut_.push_back(Copy{recv, extents.recv});
+        addOutput(recv, extents.recv);
       }
     }
-    if (call.deviceBuffers & algo::CallSpec::kDeviceScalar) {
-      addRegion(call.premul.memory, typeSize(call.type));
-      copiesIn_.push_back(Copy{reinterpret_cast<uintptr_t>(call.premul.memory), typeSize(call.type)});
+  }
+  const auto byHost = [](const Piece& a, const Piece& b) { return a.host < b.host; };
+  std::sort(inputs_.begin(), inputs_.end(), byHost);
+  std::sort(outputs_.begin(), outputs_.end(), byHost);
+  // In-place forms stage one region that is both, and a batch may send one buffer twice:
+  // overlapping input pieces would break `overlapping`'s binary search, so none may overlap.
+  for (size_t i = 1; i < inputs_.size(); ++i) {
+    Piece& previous = inputs_[i - 1];
+    if (previous.host + previous.bytes > inputs_[i].host) {
+      const uintptr_t end = std::max(previous.host + previous.bytes, inputs_[i].host + inputs_[i].bytes);
+      previous.bytes = end - previous.host;
+      inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+      --i;
     }
   }
-  layOutRegions();
-  runCopies(copiesIn_, true, timeoutMs);
+  for (size_t i = 1; i < outputs_.size(); ++i) {
+    Piece& previous = outputs_[i - 1];
+    if (previous.host + previous.bytes > outputs_[i].host) {
+      const uintptr_t end = std::max(previous.host + previous.bytes, outputs_[i].host + outputs_[i].bytes);
+      previous.bytes = end - previous.host;
+      outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
+      --i;
+    }
+  }
 
   staged_.assign(calls.begin(), calls.end());
   for (algo::CallSpec& call : staged_) {
@@ -142,10 +176,124 @@ std::span<const algo::CallSpec> DeviceStaging::stageIn(std::span<const algo::Cal
   return staged_;
 }
 
+std::pair<size_t, size_t> DeviceStaging::overlapping(const std::vector<Piece>& pieces, uintptr_t begin, uintptr_t end) {
+  // The first piece that ends after `begin`, then every one that starts before `end`.
+  size_t first = static_cast<size_t>(
+      std::partition_point(pieces.begin(), pieces.end(), [begin](const Piece& p) { return p.host + p.bytes <= begin; }) -
+      pieces.begin());
+  size_t last = first;
+  while (last < pieces.size() && pieces[last].host < end) ++last;
+  return {first, last};
+}
+
+void DeviceStaging::queueInput(Piece& piece) {
+  if (piece.order >= 0) return;
+  runtime_->copyAsync(reinterpret_cast<void*>(piece.host), reinterpret_cast<const void*>(piece.device), piece.bytes,
+                      in_);
+  if (events_.size() == queued_) events_.push_back(runtime_->createEvent());
+  runtime_->record(events_[queued_], in_);
+  piece.order = static_cast<int>(queued_++);
+}
+
+void DeviceStaging::expect(const char* begin, size_t bytes) {
+  if (queued_ == inputs_.size()) return;
+  const auto address = reinterpret_cast<uintptr_t>(begin);
+  const auto [first, last] = overlapping(inputs_, address, address + bytes);
+  for (size_t i = first; i < last; ++i) queueInput(inputs_[i]);
+}
+
+void DeviceStaging::startInput() {
+  for (Piece& piece : inputs_) queueInput(piece);
+}
+
+bool DeviceStaging::arrived(const char* begin, size_t bytes) {
+  if (landed_ == inputs_.size()) return true;
+  const auto address = reinterpret_cast<uintptr_t>(begin);
+  const auto [first, last] = overlapping(inputs_, address, address + bytes);
+  for (size_t i = first; i < last; ++i) {
+    const int order = inputs_[i].order;
+    if (order < 0) return false;  // not queued: expect() and startInput() queue every piece
+    // Input copies complete in stream order: the events after `landed_` are asked in turn.
+    while (landed_ <= static_cast<size_t>(order)) {
+      if (!runtime_->query(events_[landed_])) return false;
+      ++landed_;
+    }
+  }
+  return true;
+}
+
+void DeviceStaging::awaitInput(int timeoutMs) {
+  startInput();
+  runtime_->synchronize(in_, timeoutMs);
+  landed_ = queued_;
+}
+
+void DeviceStaging::sendBack(uintptr_t host, size_t bytes) {
+  const auto [first, last] = overlapping(outputs_, host, host + bytes);
+  for (size_t i = first; i < last; ++i) {
+    const Piece& piece = outputs_[i];
+    const uintptr_t begin = std::max(host, piece.host);
+    const uintptr_t end = std::min(host + bytes, piece.host + piece.bytes);
+    if (begin >= end) continue;
+    runtime_->copyAsync(reinterpret_cast<void*>(piece.device + (begin - piece.host)),
+                        reinterpret_cast<const void*>(begin), end - begin, out_);
+    sentBack_.emplace_back(begin, end);
+  }
+}
+
+void DeviceStaging::flushPendingOutput() {
+  if (pendingEnd_ == pendingBegin_) return;
+  sendBack(pendingBegin_, pendingEnd_ - pendingBegin_);
+  pendingBegin_ = pendingEnd_ = 0;
+}
+
+// Final parts come in small runs (a ring's pieces); neighbouring runs are gathered into copies of
+// about LOOM_DEVICE_COPY_BYTES, so a large call makes few copies.
+void DeviceStaging::finished(const char* begin, size_t bytes) {
+  const auto address = reinterpret_cast<uintptr_t>(begin);
+  if (address == pendingEnd_ && pendingEnd_ != pendingBegin_) {
+    pendingEnd_ += bytes;
+  } else {
+    flushPendingOutput();
+    pendingBegin_ = address;
+    pendingEnd_ = address + bytes;
+  }
+  if (pendingEnd_ - pendingBegin_ >= pieceBytes_) flushPendingOutput();
+}
+
 void DeviceStaging::stageOut(int timeoutMs) {
-  if (copiesOut_.empty()) return;
-  const DeviceGuard onDevice(*runtime_, device_);
-  runCopies(copiesOut_, false, timeoutMs);
+  awaitInput(timeoutMs);  // in place, the output must not overtake the input's copy
+  flushPendingOutput();
+  // What went back early is subtracted from the output; the rest goes now.
+  std::sort(sentBack_.begin(), sentBack_.end());
+  size_t next = 0;
+  for (const Piece& piece : outputs_) {
+    uintptr_t cursor = piece.host;
+    const uintptr_t end = piece.host + piece.bytes;
+    while (next < sentBack_.size() && sentBack_[next].second <= cursor) ++next;
+    for (size_t k = next; k < sentBack_.size() && sentBack_[k].first < end; ++k) {
+      if (sentBack_[k].first > cursor) {
+        runtime_->copyAsync(reinterpret_cast<void*>(piece.device + (cursor - piece.host)),
+                            reinterpret_cast<const void*>(cursor), sentBack_[k].first - cursor, out_);
+      }
+      cursor = std::max(cursor, sentBack_[k].second);
+    }
+    if (cursor < end) {
+      runtime_->copyAsync(reinterpret_cast<void*>(piece.device + (cursor - piece.host)),
+                          reinterpret_cast<const void*>(cursor), end - cursor, out_);
+    }
+  }
+  runtime_->synchronize(out_, timeoutMs);
+}
+
+void DeviceStaging::settle(int timeoutMs) noexcept {
+  for (DeviceStream stream : {in_, out_}) {
+    if (stream == nullptr) continue;
+    try {
+      runtime_->synchronize(stream, timeoutMs);
+    } catch (...) {  // the device failed: the call's own error is what the caller reports
+    }
+  }
 }
 
 }  // namespace loom

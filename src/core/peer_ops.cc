@@ -17,6 +17,7 @@
 #include "base/per_thread.h"
 #include "base/log.h"
 #include "core/comm.h"
+#include "device/device_select.h"
 #include "transport/transport.h"
 
 namespace loom {
@@ -111,20 +112,31 @@ inline void Communicator::peerOpsOnHost(const std::vector<algo::CallSpec>& ops) 
   }
 }
 
-// Sends and receives of device buffers: the host path over pinned copies (core/device_staging.h).
+// Sends and receives of device buffers: the host path over pinned copies (core/device_staging.h),
+// a send starting once its buffer has arrived and a receive's data going back once it is complete.
 void Communicator::peerOpsStaged(const std::vector<algo::CallSpec>& ops) {
   const auto name = [&ops] { return operationName(ops); };
+  const DeviceGuard onDevice(device::processRuntime(), device_);
   std::vector<algo::CallSpec> hostOps;
   try {
-    const std::span<const algo::CallSpec> staged = staging_.stageIn(ops, device_, rank_, nranks_, settings_.timeoutMs);
+    const std::span<const algo::CallSpec> staged = staging_.stageIn(ops, device_, rank_, nranks_, settings_.deviceCopyBytes);
     hostOps.assign(staged.begin(), staged.end());
+    if (settings_.deviceCopyBytes == 0) staging_.awaitInput(settings_.timeoutMs);
   } catch (...) {
+    staging_.settle(settings_.timeoutMs);
     recordFailure(name);
   }
-  peerOpsOnHost(hostOps);  // tells the peers and records its own failure
+  try {
+    const StagedScope overlapped(*this, settings_.deviceCopyBytes != 0);
+    peerOpsOnHost(hostOps);  // tells the peers and records its own failure
+  } catch (...) {
+    staging_.settle(settings_.timeoutMs);
+    throw;
+  }
   try {
     staging_.stageOut(settings_.timeoutMs);
   } catch (...) {
+    staging_.settle(settings_.timeoutMs);
     recordFailure(name);
   }
 }

@@ -31,6 +31,7 @@ CommSettings fromEnvironment() {
   settings.shmDisabled = config::flag(Knob::ShmDisable);
   settings.socketsPerPeer = static_cast<int>(config::integer(Knob::SocketNsocks));
   settings.pieceBytes = static_cast<size_t>(config::integer(Knob::PieceBytes));
+  settings.deviceCopyBytes = static_cast<size_t>(config::integer(Knob::DeviceCopyBytes));
   settings.shmSlotBytes = static_cast<size_t>(config::integer(Knob::ShmSlotBytes));
   settings.shmSlotBytes = (settings.shmSlotBytes + 63) / 64 * 64;
   settings.shmSlots = static_cast<int>(config::integer(Knob::ShmSlots));

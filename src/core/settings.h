@@ -42,6 +42,9 @@ struct CommSettings {
   // LOOM_DETERMINISTIC / config.deterministic: reductions give the same bits for any message
   // size, position, algorithm and transport (algorithms/deterministic_reduce.cc).
   bool deterministic = false;
+  // LOOM_DEVICE_COPY_BYTES: device buffers' copies to and from pinned host memory run in pieces
+  // of this size alongside the transfer (core/device_staging.h); 0 = whole calls, no overlap.
+  size_t deviceCopyBytes = 1 << 20;
 };
 
 // Validates `config` (may be null) and merges it with the environment. Throws

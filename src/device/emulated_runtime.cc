@@ -7,10 +7,13 @@
 #include "device/emulated_runtime.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -27,6 +30,29 @@ namespace loom::device {
 namespace {
 
 namespace kd = loom::kernels::device;
+
+// The test hooks' copy pacing (emulated_runtime.h): a delay before each copy, and a gate that
+// lets only so many more copies run (-1: open).
+struct CopyPacing {
+  std::atomic<int64_t> delayUs{0};
+  std::mutex mutex;
+  std::condition_variable opened;
+  int64_t allowed = -1;
+
+  void beforeCopy() {
+    if (const int64_t delay = delayUs.load(std::memory_order_relaxed); delay > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay));
+    }
+    std::unique_lock lock(mutex);
+    // Bounded, so a test that fails before it opens the gate does not hang its stream workers.
+    opened.wait_for(lock, std::chrono::seconds(30), [this] { return allowed != 0; });
+    if (allowed > 0) --allowed;
+  }
+};
+CopyPacing& copyPacing() {
+  static CopyPacing pacing;
+  return pacing;
+}
 using emulated::Event;
 using emulated::KernelLaunch;
 using emulated::KernelRequest;
@@ -130,6 +156,7 @@ class EmulatedRuntime final : public DeviceRuntime {
                     pointerText(dst) + ": the ranges overlap (a device copy's source and destination must not)");
     }
     target.enqueue(Task{"copy", [to = std::move(to), from = std::move(from), bytes] {
+                          copyPacing().beforeCopy();
                           to.checkLive();
                           from.checkLive();
                           std::memcpy(to.host, from.host, bytes);
@@ -303,5 +330,18 @@ void emulatedEnqueueHostFunctionForTesting(DeviceStream stream, std::function<vo
 }
 
 void emulatedClearStickyErrorForTesting(int device) { instance().clearStickyError(device); }
+
+void emulatedSetCopyDelayForTesting(std::chrono::microseconds delay) {
+  copyPacing().delayUs.store(delay.count(), std::memory_order_relaxed);
+}
+
+void emulatedGateCopiesForTesting(int64_t allowed) {
+  CopyPacing& pacing = copyPacing();
+  {
+    const std::lock_guard lock(pacing.mutex);
+    pacing.allowed = allowed;
+  }
+  pacing.opened.notify_all();
+}
 
 }  // namespace loom::device

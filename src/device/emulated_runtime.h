@@ -10,6 +10,8 @@
 // This header adds only what tests need beyond the DeviceRuntime interface.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 
 #include "base/device_runtime.h"
@@ -26,5 +28,13 @@ void emulatedEnqueueHostFunctionForTesting(DeviceStream stream, std::function<vo
 // Forgets an emulated device's sticky error (what cudaDeviceReset would do, without freeing
 // anything), so one test program can check a fault and then go on using the device.
 void emulatedClearStickyErrorForTesting(int device);
+
+// Paces the emulated copies (every device, every stream) as a slow or busy copy engine would:
+// each copy waits `delay` before it runs, so a caller that reads a copy's destination before
+// the copy completed reads stale data. Zero (the default) turns it off.
+void emulatedSetCopyDelayForTesting(std::chrono::microseconds delay);
+// Lets only `allowed` more copies run; the next ones wait (at most 30 s) until a later call
+// allows more. -1 (the default) opens the gate.
+void emulatedGateCopiesForTesting(int64_t allowed);
 
 }  // namespace loom::device

@@ -11,6 +11,8 @@
 #   4. every device kernel against the host kernels, bit for bit, then the 256 MiB float32 sum
 #      kernel's bandwidth against a device-to-device copy (perf/device_kernel_bandwidth);
 #   5. meson suite `device` with LOOM_DEVICE=cuda, when GoogleTest is installed (else skipped);
+#   5b. device buffers' all-reduce over shm: host buffers, whole copies and overlapped copies
+#      side by side (perf/device_staging_perf);
 #   6. with TORCH=1 only: loom_torch built against this machine's torch and the `torch` suite
 #      (a whole build; minutes more).
 # Every step runs even when an earlier one failed, under its own time limit. Each step's
@@ -119,7 +121,7 @@ def introspect(what):
 targets = introspect('targets')
 by_id = {t['id']: t for t in targets}
 # loomrun: the device suite's multi-process tests start their ranks with it.
-wanted = [t for t in targets if t['name'] in ('loom', 'device_kernel_bandwidth', 'loomrun')
+wanted = [t for t in targets if t['name'] in ('loom', 'device_kernel_bandwidth', 'device_staging_perf', 'loomrun')
           and t['type'] in ('shared library', 'executable')]
 for test in introspect('tests'):
     if 'loom:device' in test['suite'] or test['name'] in ('no_cuda_needed', 'cuda_fatbin'):
@@ -148,6 +150,10 @@ kernels() {
   LOOM_DEVICE=cuda "$BUILD/perf/device_kernel_bandwidth"
 }
 
+staging() {
+  LOOM_DEVICE=cuda "$BUILD/perf/device_staging_perf" --ranks=2 --mib=1,16,64,256 --reps=5 --iters=5
+}
+
 device_suite() {
   if ! meson test -C "$BUILD" --list --no-rebuild 2>/dev/null | grep -q '^loom:device / '; then
     echo "no device suite: GoogleTest was not found when $BUILD was configured (apt-get install libgtest-dev)"
@@ -162,7 +168,7 @@ torch_suite() {
 }
 
 # step runs each of these in a child bash, under `timeout`.
-export -f machine configure targets build packaging_checks kernels device_suite torch_suite
+export -f machine configure targets build packaging_checks kernels staging device_suite torch_suite
 export BUILD PYTHON TORCH JOBS
 
 step "Machine" 30 20 machine
@@ -171,6 +177,7 @@ step "Build (libloom, the device programs; $JOBS jobs)" 240 15 build
 step "libloom: no CUDA NEEDED, fatbin embedded" 60 20 packaging_checks
 step "Device kernels: exactness vs host, 256 MiB float32 sum bandwidth vs copy" 180 40 kernels
 step "meson suite device (LOOM_DEVICE=cuda)" 240 40 device_suite
+step "Device buffers' all-reduce: host vs whole vs overlapped copies" 120 15 staging
 cp "$BUILD/meson-logs/testlog.txt" "$RESULTS_DIR/device-testlog.txt" 2>/dev/null
 if [ "$TORCH" = 1 ]; then
   step "meson suite torch (CPU tensors)" 600 40 torch_suite
