@@ -20,16 +20,18 @@ std::string callText(const algo::CallSpec& call, int rank) {
          std::to_string(call.count) + " x " + typeName(call.type);
 }
 
-// The domain of the `bytes` at `pointer` the call uses, checked against the communicator's
-// device and the pointer's mapped range.
-MemoryDomain classifyOne(const algo::CallSpec& call, const void* pointer, size_t bytes, const char* what,
-                         int device, int rank) {
-  MemoryInfo info;
+MemoryInfo query(const algo::CallSpec& call, const void* pointer, const char* what, int rank) {
   try {
-    info = device::processRuntime().classify(pointer);
+    return device::processRuntime().classify(pointer);
   } catch (const Error& error) {
     throw Error(error.code(), callText(call, rank) + ": " + what + ": " + error.what());
   }
+}
+
+// The domain of the `bytes` at `pointer` the call uses (`info`: the pointer's query), checked
+// against the communicator's device and the pointer's mapped range.
+MemoryDomain checkOne(const algo::CallSpec& call, const MemoryInfo& info, const void* pointer, size_t bytes,
+                      const char* what, int device, int rank) {
   if (!isDeviceSide(info.domain)) return info.domain;
   if (info.domain == MemoryDomain::Device && info.device != device) {
     throwArgument(callText(call, rank) + ": " + what + " " + pointerText(pointer) + " is memory of device " +
@@ -48,20 +50,43 @@ MemoryDomain classifyOne(const algo::CallSpec& call, const void* pointer, size_t
   return info.domain;
 }
 
+// Whether `pointer` is known to lie in the memory `info` describes: the same pointer, or inside
+// its mapped range (the in-place forms: all-gather's send inside its recv).
+bool answeredBy(const MemoryInfo& info, const void* queried, const void* pointer) {
+  if (pointer == queried) return true;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  return info.rangeBytes != 0 && address >= info.rangeBase && address - info.rangeBase < info.rangeBytes;
+}
+
 }  // namespace
 
+// One pointer query per buffer of the call: a second pointer into the memory the first query
+// described (in place) takes that answer.
 void classifyBuffers(algo::CallSpec& call, int device, int rank, int nranks) {
   call.deviceBuffers = 0;
   const algo::BufferExtents extents = algo::bufferExtents(call, rank, nranks);
-  if (extents.send > 0 && isDeviceSide(classifyOne(call, call.send, extents.send, "sendbuff", device, rank))) {
-    call.deviceBuffers |= algo::CallSpec::kDeviceSend;
+  MemoryInfo sendInfo;
+  const bool sendQueried = extents.send > 0;
+  if (sendQueried) {
+    sendInfo = query(call, call.send, "sendbuff", rank);
+    if (isDeviceSide(checkOne(call, sendInfo, call.send, extents.send, "sendbuff", device, rank))) {
+      call.deviceBuffers |= algo::CallSpec::kDeviceSend;
+    }
   }
-  if (extents.recv > 0 && isDeviceSide(classifyOne(call, call.recv, extents.recv, "recvbuff", device, rank))) {
-    call.deviceBuffers |= algo::CallSpec::kDeviceRecv;
+  if (extents.recv > 0) {
+    const MemoryInfo recvInfo = sendQueried && answeredBy(sendInfo, call.send, call.recv)
+                                    ? sendInfo
+                                    : query(call, call.recv, "recvbuff", rank);
+    if (isDeviceSide(checkOne(call, recvInfo, call.recv, extents.recv, "recvbuff", device, rank))) {
+      call.deviceBuffers |= algo::CallSpec::kDeviceRecv;
+    }
   }
-  if (call.premul.active && call.premul.memory != nullptr &&
-      isDeviceSide(classifyOne(call, call.premul.memory, typeSize(call.type), "the PreMulSum scalar", device, rank))) {
-    call.deviceBuffers |= algo::CallSpec::kDeviceScalar;
+  if (call.premul.active && call.premul.memory != nullptr) {
+    const MemoryInfo info = query(call, call.premul.memory, "the PreMulSum scalar", rank);
+    if (isDeviceSide(checkOne(call, info, call.premul.memory, typeSize(call.type), "the PreMulSum scalar", device,
+                              rank))) {
+      call.deviceBuffers |= algo::CallSpec::kDeviceScalar;
+    }
   }
 }
 

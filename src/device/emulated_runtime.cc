@@ -91,6 +91,7 @@ class EmulatedRuntime final : public DeviceRuntime {
 
   MemoryInfo classify(const void* pointer) override {
     refuseInForkedChild();
+    classifyCalls_.fetch_add(1, std::memory_order_relaxed);
     return memory_.classify(pointer);
   }
 
@@ -264,6 +265,8 @@ class EmulatedRuntime final : public DeviceRuntime {
     return true;
   }
 
+  uint64_t classifyCalls() const { return classifyCalls_.load(std::memory_order_relaxed); }
+
   // For emulatedEnqueueHostFunctionForTesting.
   void enqueueHostFunction(DeviceStream handle, std::function<void()> fn) {
     refuseInForkedChild();
@@ -311,6 +314,7 @@ class EmulatedRuntime final : public DeviceRuntime {
   std::mutex handlesMutex_;
   std::unordered_map<DeviceStream, std::unique_ptr<Stream>> streams_;
   std::unordered_map<DeviceEvent, std::unique_ptr<Event>> events_;
+  std::atomic<uint64_t> classifyCalls_{0};
 };
 
 EmulatedRuntime& instance() {
@@ -330,6 +334,8 @@ void emulatedEnqueueHostFunctionForTesting(DeviceStream stream, std::function<vo
 }
 
 void emulatedClearStickyErrorForTesting(int device) { instance().clearStickyError(device); }
+
+uint64_t emulatedClassifyCallsForTesting() { return instance().classifyCalls(); }
 
 void emulatedSetCopyDelayForTesting(std::chrono::microseconds delay) {
   copyPacing().delayUs.store(delay.count(), std::memory_order_relaxed);

@@ -29,6 +29,10 @@ void emulatedEnqueueHostFunctionForTesting(DeviceStream stream, std::function<vo
 // anything), so one test program can check a fault and then go on using the device.
 void emulatedClearStickyErrorForTesting(int device);
 
+// How many pointer queries (DeviceRuntime::classify) the emulated runtime has answered in this
+// process: a test counts what a call costs.
+uint64_t emulatedClassifyCallsForTesting();
+
 // Paces the emulated copies (every device, every stream) as a slow or busy copy engine would:
 // each copy waits `delay` before it runs, so a caller that reads a copy's destination before
 // the copy completed reads stale data. Zero (the default) turns it off.
