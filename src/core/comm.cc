@@ -162,14 +162,17 @@ void Communicator::run(const algo::CallSpec& issued, uint64_t ticket) {
 void Communicator::runStaged(const algo::CallSpec& call) {
   const algo::CallSpec* hostCall = nullptr;
   size_t badInput = 0;
-  const DeviceGuard onDevice(device::processRuntime(), device_);
+  std::optional<DeviceGuard> onDevice;
   try {
+    onDevice.emplace(device::processRuntime(), device_);
     hostCall = &staging_.stageIn(std::span(&call, 1), device_, rank_, nranks_, settings_.deviceCopyBytes).front();
     // What reads the whole input at once waits for all of it; a schedule waits piece by piece,
     // unless the call is one piece anyway (the pieces' bookkeeping would only add to it).
+    // LOOM_DEVICE_COPY_BYTES=0: whole copies before and after, no overlap.
     algo::DirectEngine* direct = links_->direct();
-    const bool whole = hostCall->messageBytes(nranks_) <= settings_.deviceCopyBytes || settings_.checkLevel >= 2 ||
-                       hostCall->premul.active || (direct != nullptr && direct->handles(*hostCall));
+    const bool whole = settings_.deviceCopyBytes == 0 || hostCall->messageBytes(nranks_) <= settings_.deviceCopyBytes ||
+                       settings_.checkLevel >= 2 || hostCall->premul.active ||
+                       (direct != nullptr && direct->handles(*hostCall));
     if (whole) staging_.awaitInput(settings_.timeoutMs);
     if (settings_.checkLevel >= 2) badInput = nonFiniteInput(*hostCall);
     const StagedScope overlapped(*this, !whole);

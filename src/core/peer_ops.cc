@@ -116,9 +116,10 @@ inline void Communicator::peerOpsOnHost(const std::vector<algo::CallSpec>& ops) 
 // a send starting once its buffer has arrived and a receive's data going back once it is complete.
 void Communicator::peerOpsStaged(const std::vector<algo::CallSpec>& ops) {
   const auto name = [&ops] { return operationName(ops); };
-  const DeviceGuard onDevice(device::processRuntime(), device_);
+  std::optional<DeviceGuard> onDevice;
   std::vector<algo::CallSpec> hostOps;
   try {
+    onDevice.emplace(device::processRuntime(), device_);
     const std::span<const algo::CallSpec> staged = staging_.stageIn(ops, device_, rank_, nranks_, settings_.deviceCopyBytes);
     hostOps.assign(staged.begin(), staged.end());
     if (settings_.deviceCopyBytes == 0) staging_.awaitInput(settings_.timeoutMs);

@@ -156,6 +156,7 @@ class EmulatedRuntime final : public DeviceRuntime {
       throwArgument("copyAsync of " + std::to_string(bytes) + " bytes from " + pointerText(src) + " to " +
                     pointerText(dst) + ": the ranges overlap (a device copy's source and destination must not)");
     }
+    copyCalls_.fetch_add(1, std::memory_order_relaxed);
     target.enqueue(Task{"copy", [to = std::move(to), from = std::move(from), bytes] {
                           copyPacing().beforeCopy();
                           to.checkLive();
@@ -266,6 +267,7 @@ class EmulatedRuntime final : public DeviceRuntime {
   }
 
   uint64_t classifyCalls() const { return classifyCalls_.load(std::memory_order_relaxed); }
+  uint64_t copyCalls() const { return copyCalls_.load(std::memory_order_relaxed); }
 
   // For emulatedEnqueueHostFunctionForTesting.
   void enqueueHostFunction(DeviceStream handle, std::function<void()> fn) {
@@ -315,6 +317,7 @@ class EmulatedRuntime final : public DeviceRuntime {
   std::unordered_map<DeviceStream, std::unique_ptr<Stream>> streams_;
   std::unordered_map<DeviceEvent, std::unique_ptr<Event>> events_;
   std::atomic<uint64_t> classifyCalls_{0};
+  std::atomic<uint64_t> copyCalls_{0};
 };
 
 EmulatedRuntime& instance() {
@@ -336,6 +339,7 @@ void emulatedEnqueueHostFunctionForTesting(DeviceStream stream, std::function<vo
 void emulatedClearStickyErrorForTesting(int device) { instance().clearStickyError(device); }
 
 uint64_t emulatedClassifyCallsForTesting() { return instance().classifyCalls(); }
+uint64_t emulatedCopyCallsForTesting() { return instance().copyCalls(); }
 
 void emulatedSetCopyDelayForTesting(std::chrono::microseconds delay) {
   copyPacing().delayUs.store(delay.count(), std::memory_order_relaxed);

@@ -32,6 +32,8 @@ void emulatedClearStickyErrorForTesting(int device);
 // How many pointer queries (DeviceRuntime::classify) the emulated runtime has answered in this
 // process: a test counts what a call costs.
 uint64_t emulatedClassifyCallsForTesting();
+// How many copies (DeviceRuntime::copyAsync of at least one byte) it has been asked for.
+uint64_t emulatedCopyCallsForTesting();
 
 // Paces the emulated copies (every device, every stream) as a slow or busy copy engine would:
 // each copy waits `delay` before it runs, so a caller that reads a copy's destination before

@@ -98,6 +98,48 @@ TEST(DeviceOverlap, InputArrivesPieceByPieceInTheOrderTheScheduleAsks) {
   runtime.destroyStream(stream);
 }
 
+// How many device copies one 64 KiB all-reduce of device buffers makes on 2 ranks: whole
+// copies (LOOM_DEVICE_COPY_BYTES=0) copy each buffer once each way; 4 KiB pieces make more.
+uint64_t copiesOfOneAllReduce(const char* copyBytes) {
+  DeviceRuntime& runtime = loom::device::processRuntime();
+  constexpr int kRanks = 2;
+  constexpr size_t kCount = 16384;  // float32: 64 KiB
+  setenv("LOOM_DEVICE_COPY_BYTES", copyBytes, 1);
+  setenv("LOOM_ALGO", "ring", 1);
+  std::vector<loomComm_t> comms(kRanks);
+  const std::vector<int> devices(kRanks, 0);
+  EXPECT_EQ(loomCommInitAll(comms.data(), kRanks, devices.data()), loomSuccess) << loomGetLastError(nullptr);
+  unsetenv("LOOM_DEVICE_COPY_BYTES");
+  unsetenv("LOOM_ALGO");
+  std::vector<void*> buffers(2 * kRanks);
+  {
+    const DeviceGuard onDevice(runtime, 0);
+    for (void*& buffer : buffers) buffer = runtime.allocDevice(kCount * sizeof(float));
+  }
+  const uint64_t before = loom::device::emulatedCopyCallsForTesting();
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      EXPECT_EQ(loomAllReduce(buffers[2 * rank], buffers[2 * rank + 1], kCount, loomFloat32, loomSum, comms[rank], nullptr),
+                loomSuccess)
+          << loomGetLastError(nullptr);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const uint64_t copies = loom::device::emulatedCopyCallsForTesting() - before;
+  for (loomComm_t comm : comms) EXPECT_EQ(loomCommDestroy(comm), loomSuccess);
+  for (void* buffer : buffers) runtime.freeDevice(buffer);
+  return copies;
+}
+
+TEST(DeviceOverlap, WholeCopiesCopyEachBufferOnceEachWay) {
+  if (std::string(loom::device::processRuntime().name()) != "emulated") {
+    GTEST_SKIP() << "counts the emulated GPU's copies";
+  }
+  EXPECT_EQ(copiesOfOneAllReduce("0"), 4u);  // per rank: the send buffer in, the receive buffer out
+  EXPECT_GE(copiesOfOneAllReduce("4096"), 2u * 16u + 2u);  // per rank: 16 pieces in, and the output
+}
+
 struct OverlapParam {
   int nranks;
   const char* transport;  // "shm" or "tcp"
