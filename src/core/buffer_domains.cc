@@ -50,18 +50,23 @@ MemoryDomain checkOne(const algo::CallSpec& call, const MemoryInfo& info, const 
   return info.domain;
 }
 
-// Whether `pointer` is known to lie in the memory `info` describes: the same pointer, or inside
-// its mapped range (the in-place forms: all-gather's send inside its recv).
-bool answeredBy(const MemoryInfo& info, const void* queried, const void* pointer) {
-  if (pointer == queried) return true;
-  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
-  return info.rangeBytes != 0 && address >= info.rangeBase && address - info.rangeBase < info.rangeBytes;
+// Whether the call's recv buffer is its send buffer's memory by one of the in-place forms: the
+// same pointer, all-gather's send at rank * sendcount into its recv, or reduce-scatter's recv at
+// rank * recvcount into its send. Only these: any other pointer may be another allocation
+// (freed, say) even where it lies inside the send buffer's mapped range, so it is asked about.
+bool inPlaceForm(const algo::CallSpec& call, int rank) {
+  if (call.send == call.recv) return true;
+  const size_t offset = static_cast<size_t>(rank) * call.count * typeSize(call.type);
+  const auto send = reinterpret_cast<uintptr_t>(call.send), recv = reinterpret_cast<uintptr_t>(call.recv);
+  if (call.collective == algo::Collective::AllGather) return send == recv + offset;
+  if (call.collective == algo::Collective::ReduceScatter) return recv == send + offset;
+  return false;
 }
 
 }  // namespace
 
-// One pointer query per buffer of the call: a second pointer into the memory the first query
-// described (in place) takes that answer.
+// One pointer query per buffer of the call: in place, the recv buffer takes the send buffer's
+// answer.
 void classifyBuffers(algo::CallSpec& call, int device, int rank, int nranks) {
   call.deviceBuffers = 0;
   const algo::BufferExtents extents = algo::bufferExtents(call, rank, nranks);
@@ -74,7 +79,7 @@ void classifyBuffers(algo::CallSpec& call, int device, int rank, int nranks) {
     }
   }
   if (extents.recv > 0) {
-    const MemoryInfo recvInfo = sendQueried && answeredBy(sendInfo, call.send, call.recv)
+    const MemoryInfo recvInfo = sendQueried && inPlaceForm(call, rank)
                                     ? sendInfo
                                     : query(call, call.recv, "recvbuff", rank);
     if (isDeviceSide(checkOne(call, recvInfo, call.recv, extents.recv, "recvbuff", device, rank))) {

@@ -165,25 +165,35 @@ void Communicator::runStaged(const algo::CallSpec& call) {
   std::optional<DeviceGuard> onDevice;
   try {
     onDevice.emplace(device::processRuntime(), device_);
-    hostCall = &staging_.stageIn(std::span(&call, 1), device_, rank_, nranks_, settings_.deviceCopyBytes).front();
-    // What reads the whole input at once waits for all of it; a schedule waits piece by piece,
-    // unless the call is one piece anyway (the pieces' bookkeeping would only add to it).
-    // LOOM_DEVICE_COPY_BYTES=0: whole copies before and after, no overlap.
+    // What reads the whole input at once waits for all of it, copied in one piece; a schedule
+    // waits piece by piece, unless the call is one piece anyway (the pieces' bookkeeping would
+    // only add to it). LOOM_DEVICE_COPY_BYTES=0: whole copies before and after, no overlap.
     algo::DirectEngine* direct = links_->direct();
-    const bool whole = settings_.deviceCopyBytes == 0 || hostCall->messageBytes(nranks_) <= settings_.deviceCopyBytes ||
-                       settings_.checkLevel >= 2 || hostCall->premul.active ||
-                       (direct != nullptr && direct->handles(*hostCall));
+    const bool whole = settings_.deviceCopyBytes == 0 || call.messageBytes(nranks_) <= settings_.deviceCopyBytes ||
+                       settings_.checkLevel >= 2 || call.premul.active || (direct != nullptr && direct->handles(call));
+    hostCall = &staging_.stageIn(std::span(&call, 1), device_, rank_, nranks_, whole ? 0 : settings_.deviceCopyBytes)
+                    .front();
     if (whole) staging_.awaitInput(settings_.timeoutMs);
     if (settings_.checkLevel >= 2) badInput = nonFiniteInput(*hostCall);
     const StagedScope overlapped(*this, !whole);
     execute(*hostCall);
     staging_.stageOut(settings_.timeoutMs);
   } catch (...) {
-    staging_.settle(settings_.timeoutMs);
     const auto name = [&call] { return callName(call); };
-    recordFailure(name);
+    failStaged(name);
   }
   if (settings_.checkLevel >= 2) checkFinite(*hostCall, badInput);
+}
+
+// A staged call failed: the peers are told first (recordFailure), then the copies still in flight
+// are waited for (bounded), so that none lands in the pinned memory a later call uses.
+void Communicator::failStaged(FunctionRef<std::string()> failedCall) {
+  try {
+    recordFailure(failedCall);
+  } catch (...) {
+    staging_.settle(settings_.timeoutMs);
+    throw;
+  }
 }
 
 // Wait for our turn; a thread issuing later waits for this one, whatever thread runs it. A

@@ -142,6 +142,7 @@ class Communicator {
   // Every buffer host memory. Inlined into run(): the host path pays no call for the seam.
   [[gnu::always_inline]] inline void runOnHost(const algo::CallSpec& call);
   [[gnu::noinline, gnu::cold]] void runStaged(const algo::CallSpec& call);  // through DeviceStaging
+  [[noreturn]] void failStaged(FunctionRef<std::string()> failedCall);  // in a catch block
   // call.sequence is set. Inlined into run()'s host path, as it was before the staged path also
   // called it (out of line it cost an 8 B all-reduce 38 instructions, perf/count_instructions).
   [[gnu::always_inline]] inline void execute(const algo::CallSpec& call);

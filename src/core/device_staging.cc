@@ -31,6 +31,9 @@ DeviceStaging::~DeviceStaging() {
 
 namespace {
 constexpr size_t kHostAlignment = 64;  // a copy keeps its device address's place in a cache line
+// The most input pieces a call is cut into, so the events (one per piece, kept for the next
+// calls) stay few whatever LOOM_DEVICE_COPY_BYTES and the call's size.
+constexpr size_t kMostInputPieces = 1024;
 }  // namespace
 
 void DeviceStaging::addRegion(const void* pointer, size_t bytes) {
@@ -122,6 +125,12 @@ std::span<const algo::CallSpec> DeviceStaging::stageIn(std::span<const algo::Cal
     if (call.deviceBuffers & algo::CallSpec::kDeviceScalar) addRegion(call.premul.memory, typeSize(call.type));
   }
   layOutRegions();
+  // At most about kMostInputPieces pieces (and events): a huge input gets larger pieces.
+  size_t inputBytes = 0;
+  for (const algo::CallSpec& call : calls) {
+    if (call.deviceBuffers & algo::CallSpec::kDeviceSend) inputBytes += algo::bufferExtents(call, rank, nranks).send;
+  }
+  if (pieceBytes != 0) pieceBytes = std::max(pieceBytes, (inputBytes + kMostInputPieces - 1) / kMostInputPieces);
   for (const algo::CallSpec& call : calls) {
     const algo::BufferExtents extents = algo::bufferExtents(call, rank, nranks);
     if ((call.deviceBuffers & algo::CallSpec::kDeviceSend) && extents.send > 0) {
@@ -145,26 +154,8 @@ std::span<const algo::CallSpec> DeviceStaging::stageIn(std::span<const algo::Cal
   const auto byHost = [](const Piece& a, const Piece& b) { return a.host < b.host; };
   std::sort(inputs_.begin(), inputs_.end(), byHost);
   std::sort(outputs_.begin(), outputs_.end(), byHost);
-  // In-place forms stage one region that is both, and a batch may send one buffer twice:
-  // overlapping input pieces would break `overlapping`'s binary search, so none may overlap.
-  for (size_t i = 1; i < inputs_.size(); ++i) {
-    Piece& previous = inputs_[i - 1];
-    if (previous.host + previous.bytes > inputs_[i].host) {
-      const uintptr_t end = std::max(previous.host + previous.bytes, inputs_[i].host + inputs_[i].bytes);
-      previous.bytes = end - previous.host;
-      inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
-      --i;
-    }
-  }
-  for (size_t i = 1; i < outputs_.size(); ++i) {
-    Piece& previous = outputs_[i - 1];
-    if (previous.host + previous.bytes > outputs_[i].host) {
-      const uintptr_t end = std::max(previous.host + previous.bytes, outputs_[i].host + outputs_[i].bytes);
-      previous.bytes = end - previous.host;
-      outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
-      --i;
-    }
-  }
+  mergeOverlapping(inputs_);
+  mergeOverlapping(outputs_);
 
   staged_.assign(calls.begin(), calls.end());
   for (algo::CallSpec& call : staged_) {
@@ -174,6 +165,21 @@ std::span<const algo::CallSpec> DeviceStaging::stageIn(std::span<const algo::Cal
     call.deviceBuffers = 0;
   }
   return staged_;
+}
+
+// A batch may send one buffer twice, or receive into overlapping buffers: overlapping pieces
+// would break `overlapping`'s binary search, so they become one (sorted by host address; one pass).
+void DeviceStaging::mergeOverlapping(std::vector<Piece>& pieces) {
+  size_t kept = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (kept > 0 && pieces[kept - 1].host + pieces[kept - 1].bytes > pieces[i].host) {
+      Piece& last = pieces[kept - 1];
+      last.bytes = std::max(last.host + last.bytes, pieces[i].host + pieces[i].bytes) - last.host;
+    } else {
+      pieces[kept++] = pieces[i];
+    }
+  }
+  pieces.resize(kept);
 }
 
 std::pair<size_t, size_t> DeviceStaging::overlapping(const std::vector<Piece>& pieces, uintptr_t begin, uintptr_t end) {

@@ -63,7 +63,8 @@ class DeviceStaging final : public algo::StagedCopies {
   // Lays out pinned host copies of the device buffers of `calls` (one collective, or a batch of
   // sends and receives) on `device`, the current device, and returns the calls rewritten onto
   // them (valid until the next stageIn). Copies nothing yet. `pieceBytes`: the input's copies'
-  // size (LOOM_DEVICE_COPY_BYTES; 0: one copy per buffer).
+  // size (LOOM_DEVICE_COPY_BYTES, raised so a call has at most about 1024 pieces; 0: one copy
+  // per buffer).
   std::span<const algo::CallSpec> stageIn(std::span<const algo::CallSpec> calls, int device, int rank, int nranks,
                                           size_t pieceBytes);
   // Copies whatever input is not yet on its way and waits for all of it. Throws on a device
@@ -101,6 +102,7 @@ class DeviceStaging final : public algo::StagedCopies {
   void queueInput(Piece& piece);
   void sendBack(uintptr_t host, size_t bytes);
   void flushPendingOutput();
+  static void mergeOverlapping(std::vector<Piece>& pieces);
   // The pieces of `pieces` (sorted by host address, disjoint) that [begin, end) overlaps.
   static std::pair<size_t, size_t> overlapping(const std::vector<Piece>& pieces, uintptr_t begin, uintptr_t end);
 

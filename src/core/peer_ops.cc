@@ -118,17 +118,21 @@ void Communicator::peerOpsStaged(const std::vector<algo::CallSpec>& ops) {
   const auto name = [&ops] { return operationName(ops); };
   std::optional<DeviceGuard> onDevice;
   std::vector<algo::CallSpec> hostOps;
+  // A batch of one piece or less waits for its input whole and keeps the quick exchange.
+  size_t bytes = 0;
+  for (const algo::CallSpec& op : ops) bytes += op.count * typeSize(op.type);
+  const bool whole = settings_.deviceCopyBytes == 0 || bytes <= settings_.deviceCopyBytes;
   try {
     onDevice.emplace(device::processRuntime(), device_);
-    const std::span<const algo::CallSpec> staged = staging_.stageIn(ops, device_, rank_, nranks_, settings_.deviceCopyBytes);
+    const std::span<const algo::CallSpec> staged =
+        staging_.stageIn(ops, device_, rank_, nranks_, whole ? 0 : settings_.deviceCopyBytes);
     hostOps.assign(staged.begin(), staged.end());
-    if (settings_.deviceCopyBytes == 0) staging_.awaitInput(settings_.timeoutMs);
+    if (whole) staging_.awaitInput(settings_.timeoutMs);
   } catch (...) {
-    staging_.settle(settings_.timeoutMs);
-    recordFailure(name);
+    failStaged(name);
   }
   try {
-    const StagedScope overlapped(*this, settings_.deviceCopyBytes != 0);
+    const StagedScope overlapped(*this, !whole);
     peerOpsOnHost(hostOps);  // tells the peers and records its own failure
   } catch (...) {
     staging_.settle(settings_.timeoutMs);
@@ -137,8 +141,7 @@ void Communicator::peerOpsStaged(const std::vector<algo::CallSpec>& ops) {
   try {
     staging_.stageOut(settings_.timeoutMs);
   } catch (...) {
-    staging_.settle(settings_.timeoutMs);
-    recordFailure(name);
+    failStaged(name);
   }
 }
 
