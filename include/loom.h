@@ -75,7 +75,7 @@ typedef struct loomConfig_v100 {
   int cgaClusterSize;    /* accepted for NCCL compatibility; unused on host */
   int minCTAs;           /* accepted for NCCL compatibility; unused on host */
   int maxCTAs;           /* accepted for NCCL compatibility; unused on host */
-  const char* netName;   /* "socket" or "shm" forces a transport, like LOOM_TRANSPORT */
+  const char* netName;   /* the network transport between hosts, like LOOM_NET ("socket") */
   int splitShare;        /* accepted; resources are never shared in this release */
   int trafficClass;      /* accepted; unused */
   const char* commName;  /* shown in log lines and error messages */
@@ -159,6 +159,14 @@ const char* loomGetLastError(loomComm_t comm);
 /* ---- Communicator lifecycle ----------------------------------------------------------- */
 /* Opens the root's rendezvous listener in this process and returns its address + secret. */
 loomResult_t loomGetUniqueId(loomUniqueId* uniqueId);
+/* loomGetUniqueIdFlags flags. */
+#define LOOM_UNIQUE_ID_DEFAULT 0x00 /* as loomGetUniqueId */
+/* NCCL's meaning of a pinned address: where LOOM_COMM_ID is set (NCCL_COMM_ID, in a process
+ * that honours NCCL_* variables), no root starts here; the id names that address, and rank 0
+ * starts the root there when it inits, so every rank may make the same id itself. Without a
+ * pinned address it is loomGetUniqueId. */
+#define LOOM_UNIQUE_ID_ROOT_AT_INIT 0x01
+loomResult_t loomGetUniqueIdFlags(loomUniqueId* uniqueId, int flags);
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank);
 loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
                                     loomConfig_t* config);
@@ -222,6 +230,53 @@ loomResult_t loomCommAbort(loomComm_t comm);
 loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError);
 loomResult_t loomCommCount(const loomComm_t comm, int* count);
 loomResult_t loomCommUserRank(const loomComm_t comm, int* rank);
+
+/* As loomCommInitRankConfig, with nId unique ids, as ncclCommInitRankScalable: every rank
+ * passes the same nId ids in the same order (NCCL spreads its rendezvous over them). Loom's
+ * rendezvous is one root with a bounded cost per rank, so every rank meets at commIds[0], and
+ * each process stops the roots of commIds[1..nId-1] that it started (loomGetUniqueId), so they
+ * hold no port. nId must be >= 1. */
+loomResult_t loomCommInitRankScalable(loomComm_t* newcomm, int nranks, int myrank, int nId,
+                                      loomUniqueId* commIds, loomConfig_t* config);
+/* The device comm is bound to (ncclCommCuDevice): the one current when it was made, or
+ * devlist's entry for loomCommInitAll. A host communicator (no device runtime) has none:
+ * loomInvalidUsage. */
+loomResult_t loomCommDevice(const loomComm_t comm, int* device);
+
+/* ---- Memory and registration ------------------------------------------------------------ */
+/* size bytes that any Loom call accepts, as ncclMemAlloc: with the CUDA runtime, device memory
+ * of the current device made with cuMemCreate and a POSIX file-descriptor handle type (so it
+ * can be exported to another process); with the emulated runtime, its device memory; without
+ * a device runtime, page-aligned host pages, already faulted in. Free with loomMemFree. size 0
+ * is loomInvalidArgument; loomMemFree(NULL) does nothing; freeing a pointer loomMemAlloc did not
+ * return, or freed already, is loomInvalidArgument. */
+loomResult_t loomMemAlloc(void** ptr, size_t size);
+loomResult_t loomMemFree(void* ptr);
+/* Registers [buff, buff + size) with comm (ncclCommRegister) and returns a handle for
+ * loomCommDeregister. Not collective. In this release a registration is checked (device memory
+ * must be of comm's device and lie inside one mapped range where the runtime knows one) and
+ * recorded; no call is faster for it yet (docs/devices.md). Deregister before freeing the
+ * buffer; destroy drops what is left. Deregistering a handle that is not one of comm's live
+ * registrations is loomInvalidArgument. */
+loomResult_t loomCommRegister(const loomComm_t comm, void* buff, size_t size, void** handle);
+loomResult_t loomCommDeregister(const loomComm_t comm, void* handle);
+
+/* ---- NCCL compatibility ------------------------------------------------------------------ */
+/* From now on this process also honours the NCCL_* spelling of the variables whose meaning
+ * Loom shares (docs/nccl.md lists them); the LOOM_* spelling wins where both are set. Loom's
+ * libnccl.so.2 calls it as it loads; a program that links libloom alone never reads NCCL_*
+ * variables, so an NCCL environment left in place does not change what it does. */
+loomResult_t loomHonourNcclVariables(void);
+/* Reads LOOM_DEBUG and LOOM_DEBUG_SUBSYS again (ncclResetDebugInit): logging reads them once. */
+loomResult_t loomResetDebugInit(void);
+/* The device runtime of this process: "cuda", "emulated" or "none" (LOOM_DEVICE chooses it
+ * once, at its first use). A static string. */
+const char* loomDeviceRuntime(void);
+/* Waits, up to LOOM_TIMEOUT_MS, for the work queued on an application's device stream: under
+ * CUDA a cudaStream_t / CUstream, NULL meaning the legacy default stream. Without a runtime
+ * that has such streams ("none", or "emulated", whose streams are its own) it is
+ * loomInvalidUsage. */
+loomResult_t loomDeviceStreamSynchronize(void* deviceStream);
 
 /* ---- Streams: ordered host work queues -------------------------------------------------- */
 /* Work enqueued on a stream runs in order on a background thread; Synchronize waits for it,
@@ -308,9 +363,20 @@ loomResult_t loomRedOpDestroy(loomRedOp_t op, loomComm_t comm);
  * of its sends and receives together (so every rank may send to all others before receiving).
  * With a stream the unit is enqueued on it when End returns; with the NULL stream End returns
  * when it is done. A call that fails its checks inside a group fails the whole group at End,
- * and nothing of it runs. Also drives several communicators from one thread. */
+ * and nothing of it runs. Also drives several communicators from one thread.
+ * Inits (loomCommInitRank, ...Config, ...Store, ...Scalable, loomCommSplit) may be grouped too,
+ * as in NCCL, so one thread can make several ranks of one communicator: each returns its
+ * handle at once and End connects them all together. With blocking configs End returns when
+ * all are ready (or the first failure); with non-blocking ones it returns loomInProgress and
+ * loomCommGetAsyncError tells when each is ready. A group may not mix inits with other calls,
+ * nor blocking with non-blocking configs (loomInvalidUsage at End, and the inits fail). */
 loomResult_t loomGroupStart(void);
 loomResult_t loomGroupEnd(void);
+/* Ends the outermost group without running any of its calls, as ncclGroupSimulateEnd does,
+ * and sets *estimatedTime (microseconds) to an estimate of what the group would take. Loom has
+ * no performance model yet: it sets -1 and returns loomInvalidUsage saying so; the group is
+ * over either way, and none of its calls ran. Inside a nested group it only leaves that level. */
+loomResult_t loomGroupSimulateEnd(float* estimatedTime);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -169,7 +169,18 @@ loomResult_t loomGroupStart(void) {
 }
 
 loomResult_t loomGroupEnd(void) {
-  return api::guarded("loomGroupEnd", [] { group::end(); });
+  loomResult_t state = loomSuccess;  // loomInProgress: non-blocking inits are still connecting
+  const loomResult_t result = api::guarded("loomGroupEnd", [&state] { state = group::end(); });
+  return result != loomSuccess ? result : state;
+}
+
+loomResult_t loomGroupSimulateEnd(float* estimatedTime) {
+  return api::guarded("loomGroupSimulateEnd", [&] {
+    group::endWithoutRunning();  // first: whatever else is wrong, the group is over
+    if (estimatedTime == nullptr) throwArgument("estimatedTime is NULL");
+    *estimatedTime = -1.0f;
+    throwUsage("Loom has no performance model to estimate a group with yet; the group ended and none of its calls ran");
+  });
 }
 
 }  // extern "C"

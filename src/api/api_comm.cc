@@ -33,10 +33,11 @@ loomComm_t wrap(std::unique_ptr<Communicator> impl) { return api::registerComm(s
 // init of any kind (a split or shrink has a parent, so it is never the first, but says so too).
 void announceVersion() {
   static const bool announced = [] {
-    LOOM_INFO(INIT, "Loom version %s", versionString());
+    LOOM_VERSION_LINE("Loom version %s", versionString());  // alone at NCCL_DEBUG=VERSION, as NCCL's line
     return true;
   }();
   (void)announced;
+  config::reportNcclVariablesOnce();  // the NCCL_* variables set but not honoured (libnccl.so.2)
 }
 
 // Before anything is sized by nranks (finding 9 of issue 14: 2^28 used to grow 2 GB first).
@@ -51,13 +52,32 @@ void checkRankArgs(int nranks, int rank) {
   }
 }
 
-// Host initialisation completes on the calling thread; inside a group it would wait for
-// ranks that the same thread only starts at GroupEnd.
+// Shrink completes on the calling thread; inside a group it would wait for ranks that the
+// same thread only reaches at GroupEnd. (Inits and splits are queued instead: deferInit.)
 // The message names no function: api::guarded puts the one that was called in front.
 void rejectInGroup() {
   if (group::active()) {
-    throwUsage("cannot be called between loomGroupStart and loomGroupEnd in this release; initialise each rank from its own thread, or use loomCommInitAll");
+    throwUsage("cannot be called between loomGroupStart and loomGroupEnd in this release; call it after loomGroupEnd");
   }
+}
+
+// Inside a group (NCCL's way of making several ranks from one thread): the handle exists at
+// once, in the state of a non-blocking init still running, and the group's end connects it
+// with the group's other inits (core/group_inits.h), blocking or not as its config says.
+loomComm_t deferGroupedInit(std::shared_ptr<Communicator> impl, bool blocking) {
+  auto init = std::make_shared<api::PendingInit>();
+  const loomComm_t handle = api::registerComm(impl, init);
+  group::DeferredInit deferred;
+  deferred.blocking = blocking;
+  deferred.connect = [impl] { impl->connect(); };
+  deferred.finish = [init](loomResult_t code, const std::string& message) { init->finish(code, message); };
+  try {
+    group::deferInit(std::move(deferred));
+  } catch (...) {
+    api::unregisterComm(handle);
+    throw;
+  }
+  return handle;
 }
 
 // Non-blocking init (config.blocking = 0, as in NCCL): the handle exists at once and the
@@ -95,11 +115,15 @@ loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, int ra
   bool pending = false;
   const loomResult_t result = api::guarded(function, [&] {
     if (comm == nullptr) throwArgument("comm is NULL");
-    rejectInGroup();
     *comm = nullptr;
     checkRankArgs(nranks, rank);
     announceVersion();
     CommSettings settings = resolveSettings(config);
+    if (group::active()) {
+      const bool blocking = settings.blocking;
+      *comm = deferGroupedInit(make(std::move(settings), Communicator::Connect::Later), blocking);
+      return;
+    }
     if (settings.blocking) {
       *comm = wrap(make(std::move(settings), Communicator::Connect::Now));
       return;
@@ -110,9 +134,22 @@ loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, int ra
   return result == loomSuccess && pending ? loomInProgress : result;
 }
 
+// An id made with LOOM_UNIQUE_ID_ROOT_AT_INIT names a root nobody has started: rank 0 starts
+// it now, where the id says (NCCL's NCCL_COMM_ID), before it goes there itself.
+void startRootOfRankZero(const loomUniqueId& id, int rank) {
+  if (rank != 0) return;
+  const UniqueIdContents contents = decodeUniqueId(id);
+  if (!contents.rankZeroStartsRoot) return;
+  RootOptions root;
+  root.published = true;  // every rank made the id itself
+  root.generation = contents.generation;
+  startRootServer(&contents.rootAddress, &contents.secret, root);
+}
+
 loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, const loomUniqueId& id, int rank,
                       const loomConfig_t* config) {
   auto make = [&](CommSettings settings, Communicator::Connect when) {
+    startRootOfRankZero(id, rank);
     return std::make_unique<Communicator>(id, nranks, rank, std::move(settings), when);
   };
   return initRank(function, comm, nranks, rank, config, make);
@@ -151,6 +188,40 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
     sockaddr_storage address = commIdAddress(pinned);
     *uniqueId = startRootServer(&address, nullptr, published);
   });
+}
+
+loomResult_t loomGetUniqueIdFlags(loomUniqueId* uniqueId, int flags) {
+  if (flags == LOOM_UNIQUE_ID_DEFAULT) return loomGetUniqueId(uniqueId);
+  return api::guarded("loomGetUniqueIdFlags", [&] {
+    if (uniqueId == nullptr) throwArgument("uniqueId is NULL");
+    if (flags != LOOM_UNIQUE_ID_ROOT_AT_INIT) {
+      throwArgument("flags " + std::to_string(flags) + " is neither LOOM_UNIQUE_ID_DEFAULT nor LOOM_UNIQUE_ID_ROOT_AT_INIT");
+    }
+    const std::string pinned = config::text(config::Knob::CommId);
+    if (pinned.empty()) {
+      RootOptions published;
+      published.published = true;
+      *uniqueId = startRootServer(nullptr, nullptr, published);
+      return;
+    }
+    *uniqueId = encodeUniqueId(rankZeroRootId(pinned));
+  });
+}
+
+loomResult_t loomCommInitRankScalable(loomComm_t* newcomm, int nranks, int myrank, int nId, loomUniqueId* commIds,
+                                      loomConfig_t* config) {
+  const loomResult_t checked = api::guarded("loomCommInitRankScalable", [&] {
+    if (newcomm == nullptr) throwArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    if (nId < 1) throwArgument("nId " + std::to_string(nId) + " must be >= 1");
+    if (commIds == nullptr) throwArgument("commIds is NULL");
+    for (int i = 0; i < nId; ++i) decodeUniqueId(commIds[i]);  // every id well formed, before anything stops
+    // Loom's one root serves every rank at a bounded cost each: all meet at commIds[0], and
+    // the roots this process started for the other ids are stopped (their ports close).
+    for (int i = 1; i < nId; ++i) stopRootServer(commIds[i]);
+  });
+  if (checked != loomSuccess) return checked;
+  return initRank("loomCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
 }
 
 loomResult_t loomCommInitRankStore(loomComm_t* comm, int nranks, int rank, const loomStore_t* store,
@@ -237,12 +308,23 @@ loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newc
     auto parent = api::checkedComm(comm);
     if (newcomm == nullptr) throwArgument("newcomm is NULL");
     *newcomm = nullptr;
-    rejectInGroup();
     announceVersion();
     if (color < 0 && color != LOOM_SPLIT_NOCOLOR) {
       throwArgument("color " + std::to_string(color) + " must be >= 0 or LOOM_SPLIT_NOCOLOR");
     }
     CommSettings settings = config ? resolveSettings(config) : parent->settings();
+    if (group::active()) {
+      // Queued: the group's end splits, with the group's other inits, and writes *newcomm
+      // (which must stay valid until then, as in NCCL). A split always completes in the end.
+      group::DeferredInit deferred;
+      deferred.connect = [parent, color, key, settings, newcomm] {
+        std::unique_ptr<Communicator> child = parent->split(color, key, settings);
+        if (child) *newcomm = wrap(std::move(child));
+      };
+      deferred.finish = [](loomResult_t, const std::string&) {};  // the split's error is End's
+      group::deferInit(std::move(deferred));
+      return;
+    }
     std::unique_ptr<Communicator> child = parent->split(color, key, settings);
     if (child) *newcomm = wrap(std::move(child));
   });

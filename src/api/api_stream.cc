@@ -2,8 +2,10 @@
 // Stream entry points. A stream handle names an entry of the stream table (api_handles.cc), so
 // a destroyed, stale or garbage handle is loomInvalidArgument, never a hang or a crash.
 #include "api/api_internal.h"
+#include "base/config.h"
 #include "core/group.h"
 #include "core/stream.h"
+#include "device/device_select.h"
 
 using namespace loom;
 
@@ -56,6 +58,21 @@ loomResult_t loomLaunchHostFunc(loomStream_t stream, loomHostFn_t fn, void* user
       return;
     }
     impl->enqueueHostFunction([fn, userData] { fn(userData); });
+  });
+}
+
+const char* loomDeviceRuntime(void) {
+  try {
+    return device::processRuntime().name();
+  } catch (...) {
+    return "none";  // the choice failed (a bad LOOM_DEVICE): no runtime; the init will say why
+  }
+}
+
+loomResult_t loomDeviceStreamSynchronize(void* deviceStream) {
+  return api::guarded("loomDeviceStreamSynchronize", [&] {
+    const int timeoutMs = static_cast<int>(config::integer(config::Knob::TimeoutMs));
+    device::processRuntime().synchronizeApplicationStream(deviceStream, timeoutMs);
   });
 }
 

@@ -10,10 +10,15 @@
 //     loom::Error(loomInvalidArgument);
 //   - an unknown value of a choice (LOOM_HOST_ISA=quantum) is a warning, printed whatever
 //     LOOM_DEBUG says, with the closest known value; the default is used;
-//   - structured text (LOOM_COMM_ID, LOOM_SOCKET_IFNAME, LOOM_FAULT, ...) is parsed by the one
-//     function that owns it, which reports through badValue/warnValue.
+//   - structured text (LOOM_COMM_ID, LOOM_SOCKET_IFNAME, LOOM_FAULT, LOOM_NET, ...) is parsed by
+//     the one function that owns it, which reports through badValue/warnValue.
 // Values are read from the environment at every call (tests change it between
 // communicators). Unset and empty mean the same: the default.
+//
+// NCCL_* aliases: some entries name the NCCL_* variable of the same meaning (ncclAlias). They
+// are read only in a process that asked for them (honourNcclAliases: Loom's libnccl.so.2 does
+// as it loads), only where the LOOM_* variable is unset, and by the same rules; a message then
+// names the NCCL_* variable, since that is the one the user set.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +38,10 @@ enum class Knob {
   TimeoutMs,
   InitReportMs,
   SocketIfname,
+  SocketFamily,
   HostId,
   Transport,
+  Net,
   ShmDisable,
   SocketNsocks,
   Check,
@@ -125,9 +132,11 @@ struct Entry {
   // The default as a person reads it ("never", "best available"); null: defaultValue.
   const char* defaultDoc = nullptr;
   const char* doc = "";  // one line, markdown
-  // Room for the NCCL_* spelling of the same knob. Loom honours no NCCL_* variable today
-  // (honouring one would change what existing NCCL environments do), so every entry leaves
-  // it null; filling one in is a decision, with its own tests, not a table edit.
+  // The NCCL_* variable of the same meaning and values, read in place of the unset LOOM_* one
+  // where aliases are honoured (honourNcclAliases), else null. Only Loom's libnccl.so.2 honours
+  // them: a program linked to libloom alone keeps ignoring an NCCL environment left in place,
+  // which was tuned for another library. Setting one is a decision, with its own tests
+  // (tests/unit/test_nccl_variables.cc) and docs/nccl.md's table, not a table edit.
   const char* ncclAlias = nullptr;
 };
 
@@ -140,6 +149,8 @@ const Entry* find(std::string_view name);
 // ---- Reading ---------------------------------------------------------------------------------
 // Every reader first makes sure the environment was checked for unknown LOOM_* names
 // (warnUnknownVariablesOnce). A reader of the wrong type for the knob is a bug: loomInternalError.
+// Each reads the LOOM_* variable, or, when that is unset and aliases are honoured, its NCCL_*
+// alias (sourceName says which).
 
 bool isSet(Knob knob);           // set to a non-empty value
 int64_t integer(Knob knob);      // Integer; the default when unset (none: loomInvalidArgument)
@@ -148,8 +159,8 @@ bool flag(Knob knob);            // Flag
 // value (after the warning), the default, which is "" for a choice decided at run time.
 std::string choice(Knob knob);
 std::string text(Knob knob);     // Text: the value as set, else the default
-// The text as the environment holds it, unparsed ("" when unset): for loom-env, which shows
-// each value beside what it reads as.
+// The text as the environment holds it, unparsed ("" when unset), from the variable sourceName
+// names: for loom-env, which shows each value beside what it reads as.
 std::string rawValue(Knob knob);
 
 // How `value` reads under the knob's rules, without throwing or printing: what loom-env
@@ -169,6 +180,9 @@ std::string message(Knob knob, const std::string& value, const std::string& why)
 [[noreturn]] void badValue(Knob knob, const std::string& value, const std::string& why);
 // Prints message() as a warning whatever LOOM_DEBUG says.
 void warnValue(Knob knob, const std::string& value, const std::string& why);
+// The variable the knob's value comes from now: the entry's name, or its NCCL_* alias when
+// aliases are honoured, the LOOM_* one is unset and the alias is set. message() names it.
+const char* sourceName(Knob knob);
 // What the knob accepts, as README and the messages say it: "an integer in [1, 16]",
 // "0 or 1", "`auto`, `shm`, `socket` or `tcp`", or the text's format.
 std::string rule(const Entry& entry);
@@ -184,6 +198,21 @@ std::vector<std::string> unknownVariables();
 // it, so it happens at the library's first look at its settings (loomGetUniqueId and every
 // loomCommInit* read some).
 void warnUnknownVariablesOnce();
+
+// ---- NCCL_* aliases (config_nccl.cc) -------------------------------------------------------
+
+// From now on, for the whole process, the readers fall back to the entries' NCCL_* aliases.
+// There is no way back: what a communicator read must not change under it.
+void honourNcclAliases();
+bool ncclAliasesHonoured();
+// What a process that honours aliases does not take from its NCCL_* variables, one line per
+// variable: those set that no entry has as its alias ("NCCL_ALGO: not honoured by Loom"), and
+// aliases set whose LOOM_* variable wins. Empty where aliases are not honoured: then no NCCL_*
+// variable counts.
+std::vector<std::string> unhonouredNcclVariables();
+// Logs unhonouredNcclVariables() at INFO (subsystem ENV), once per process: the first call
+// that finds aliases honoured does it. Called as a communicator is first made.
+void reportNcclVariablesOnce();
 
 // The candidate nearest to `text` by edit distance (case-insensitive; ties: the first), or
 // nullopt when there are no candidates.

@@ -14,10 +14,14 @@ constexpr int64_t kInt32Max = INT32_MAX;
 constexpr int64_t kInt64Max = INT64_MAX;
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-constexpr const char* kDebugLevels[] = {"WARN", "INFO", "TRACE"};
+// VERSION and NONE are NCCL's (NCCL_DEBUG is LOOM_DEBUG's alias): the version line alone, and
+// nothing.
+constexpr const char* kDebugLevels[] = {"WARN", "INFO", "TRACE", "VERSION", "NONE"};
 // "tcp" is an older spelling of socket, still accepted (NCCL spells it "Socket": case does
 // not matter).
 constexpr const char* kTransports[] = {"auto", "shm", "socket", "tcp"};
+// NCCL_SOCKET_FAMILY's spellings.
+constexpr const char* kSocketFamilies[] = {"AF_INET", "AF_INET6"};
 constexpr const char* kAlgorithms[] = {"auto", "ring"};
 constexpr const char* kHostIsas[] = {"generic", "avx2", "avx512"};
 // "emulated": the emulated GPU of CI (device/emulated_runtime.h), for tests and trying Loom's
@@ -33,13 +37,17 @@ constexpr Entry kEntries[] = {
     // ---- Library ----
     {.knob = Knob::Debug, .name = "LOOM_DEBUG", .type = Type::Choice, .scope = Scope::Library,
      .values = kDebugLevels, .defaultDoc = "off",
-     .doc = "log level; lines go to stderr prefixed `host:pid:rank`"},
+     .doc = "log level; lines go to stderr prefixed `host:pid:rank`; `VERSION` prints the `Loom "
+            "version` line alone, `NONE` nothing (NCCL's levels)",
+     .ncclAlias = "NCCL_DEBUG"},
     {.knob = Knob::DebugSubsys, .name = "LOOM_DEBUG_SUBSYS", .type = Type::Text,
      .scope = Scope::Library,
      .format = "comma list of `INIT`, `COLL`, `NET`, `SHM`, `GRAPH`, `ENV`, `ALLOC` or `ALL`; "
                "a leading `^` excludes them",
      .defaultValue = "ALL",
-     .doc = "which subsystems log"},
+     .doc = "which subsystems log; NCCL's other names are accepted: `BOOTSTRAP` is `NET`, the "
+            "rest (`P2P`, `TUNING`, `PROXY`, ...) name no lines of Loom's",
+     .ncclAlias = "NCCL_DEBUG_SUBSYS"},
     {.knob = Knob::TimeoutMs, .name = "LOOM_TIMEOUT_MS", .type = Type::Integer,
      .scope = Scope::Library, .min = 1, .max = kInt32Max, .defaultValue = "600000",
      .doc = "bound on every wait; a collective that makes no progress for this long fails, naming "
@@ -53,16 +61,30 @@ constexpr Entry kEntries[] = {
      .format = "prefix list (`eth,ib`), `^` to exclude (`^docker,lo`), `=` for exact names "
                "(`=eth0`)",
      .defaultDoc = "see note",
-     .doc = "interfaces for bootstrap and TCP"},
+     .doc = "interfaces for bootstrap and TCP",
+     .ncclAlias = "NCCL_SOCKET_IFNAME"},
+    {.knob = Knob::SocketFamily, .name = "LOOM_SOCKET_FAMILY", .type = Type::Choice,
+     .scope = Scope::Library, .values = kSocketFamilies, .defaultDoc = "either, IPv4 first",
+     .doc = "address family of the interface chosen for bootstrap and TCP (by "
+            "`LOOM_SOCKET_IFNAME`, or for ranks on several hosts) and of the loopback used "
+            "without a rendezvous address; a `LOOM_COMM_ID` address decides for itself",
+     .ncclAlias = "NCCL_SOCKET_FAMILY"},
     {.knob = Knob::HostId, .name = "LOOM_HOSTID", .type = Type::Text, .scope = Scope::Library,
      .format = "any text", .defaultDoc = "hostname + boot id",
      .doc = "overrides the host identity that decides which ranks share memory"},
     {.knob = Knob::Transport, .name = "LOOM_TRANSPORT", .type = Type::Choice,
      .scope = Scope::Library, .values = kTransports, .defaultValue = "auto",
-     .doc = "`shm` or `socket` (alias `tcp`) forces one transport for every peer"},
+     .doc = "`shm` or `socket` (alias `tcp`) forces one transport for every peer, on one host "
+            "too (`LOOM_NET` chooses only between hosts)"},
+    {.knob = Knob::Net, .name = "LOOM_NET", .type = Type::Text, .scope = Scope::Library,
+     .format = "`socket` (any case)", .defaultDoc = "`socket`",
+     .doc = "the network transport between hosts; ranks on one host still use shared memory. "
+            "An unknown name fails init (`loomInvalidArgument`). `loomConfig_t.netName` sets it "
+            "per communicator",
+     .ncclAlias = "NCCL_NET"},
     {.knob = Knob::ShmDisable, .name = "LOOM_SHM_DISABLE", .type = Type::Flag,
      .scope = Scope::Library, .defaultValue = "0",
-     .doc = "`1`: never use shared memory (TCP on one host)"},
+     .doc = "`1`: never use shared memory (TCP on one host)", .ncclAlias = "NCCL_SHM_DISABLE"},
     {.knob = Knob::SocketNsocks, .name = "LOOM_SOCKET_NSOCKS", .type = Type::Integer,
      .scope = Scope::Library, .min = 1, .max = 16, .defaultValue = "2",
      .doc = "TCP sockets per peer; large messages are striped over them"},
@@ -159,7 +181,8 @@ constexpr Entry kEntries[] = {
      .scope = Scope::Library, .values = kPathLevels,
      .defaultDoc = "NCCL's: `PXB` on Intel/ARM, `SYS` elsewhere",
      .doc = "farthest path type at which GPUs talk directly (or NCCL's 0–4); beyond it they go "
-            "through host memory"},
+            "through host memory",
+     .ncclAlias = "NCCL_P2P_LEVEL"},
     {.knob = Knob::NetGdrLevel, .name = "LOOM_NET_GDR_LEVEL", .type = Type::Choice,
      .scope = Scope::Library, .values = kPathLevels, .defaultDoc = "`PXB`",
      .doc = "farthest GPU↔NIC path type for GPUDirect RDMA; beyond it traffic is staged through "
@@ -168,8 +191,10 @@ constexpr Entry kEntries[] = {
     // ---- Launchers ----
     {.knob = Knob::CommId, .name = "LOOM_COMM_ID", .type = Type::Text, .scope = Scope::Launcher,
      .format = "`host:port` or `[IPv6]:port`",
-     .doc = "the rendezvous; pins `loomGetUniqueId`'s listener; required by `loomCommInitFromEnv` "
-            "under mpirun/srun"},
+     .doc = "the rendezvous; pins `loomGetUniqueId`'s listener (`ncclGetUniqueId` starts none: "
+            "rank 0 starts it there at init, as NCCL does); required by `loomCommInitFromEnv` "
+            "under mpirun/srun",
+     .ncclAlias = "NCCL_COMM_ID"},
     {.knob = Knob::CommSecret, .name = "LOOM_COMM_SECRET", .type = Type::Text,
      .scope = Scope::Launcher, .format = "32 hex digits", .secret = true,
      .defaultDoc = "random (loomrun)",

@@ -14,10 +14,22 @@
 namespace loom::config {
 namespace {
 
+bool setInEnvironment(const char* name) {
+  const char* raw = std::getenv(name);
+  return raw != nullptr && *raw != '\0';
+}
+
+// The LOOM_* variable, unless it is unset and an honoured alias is set: LOOM_* wins, so a
+// LOOM_* setting added to an NCCL job's environment does what it says.
+const char* source(const Entry& entry) {
+  if (entry.ncclAlias == nullptr || setInEnvironment(entry.name) || !ncclAliasesHonoured()) return entry.name;
+  return setInEnvironment(entry.ncclAlias) ? entry.ncclAlias : entry.name;
+}
+
 // What the environment holds for the knob; empty counts as unset (every reader before the
 // registry treated it so).
 std::string environmentValue(const Entry& entry) {
-  const char* raw = std::getenv(entry.name);
+  const char* raw = std::getenv(source(entry));
   return raw != nullptr ? raw : "";
 }
 
@@ -153,12 +165,14 @@ std::string text(Knob knob) {
 
 std::string rawValue(Knob knob) { return environmentValue(entry(knob)); }
 
+const char* sourceName(Knob knob) { return source(entry(knob)); }
+
 std::string message(Knob knob, const std::string& value, const std::string& why) {
   const Entry& known = entry(knob);
   // A secret that is almost right would be nearly given away by repeating it.
   const std::string shown = known.secret ? "<" + std::to_string(value.size()) + " characters, not shown>"
                                          : "\"" + value + "\"";
-  return std::string(known.name) + "=" + shown + ": " + why;
+  return std::string(source(known)) + "=" + shown + ": " + why;
 }
 
 void badValue(Knob knob, const std::string& value, const std::string& why) {

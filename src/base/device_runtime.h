@@ -87,12 +87,31 @@ class DeviceRuntime {
   virtual void* allocPinnedHost(size_t bytes) = 0;
   virtual void freePinnedHost(void* pointer) noexcept = 0;
 
+  // The memory loomMemAlloc (ncclMemAlloc) hands out: `bytes` (> 0) that every Loom call takes,
+  // made so that a later IPC path can share it with another process.
+  //   cuda      device memory of the current device from the virtual memory API (cuMemCreate
+  //             with a POSIX file-descriptor handle type, mapped read/write for that device),
+  //             its size rounded up to the allocation granularity;
+  //   emulated  device memory of the current device, as allocDevice;
+  //   none      page-aligned host pages, faulted in (this runtime's one allocation: with no
+  //             device, host memory is what every call takes).
+  // Never returns null; throws loomUnhandledCudaError (loomSystemError for host pages) with the
+  // size in the message. freeShareable takes a pointer allocShareable returned and the `bytes`
+  // it was asked for; it releases what it can and throws what the driver said about the rest.
+  virtual void* allocShareable(size_t bytes) = 0;
+  virtual void freeShareable(void* pointer, size_t bytes) = 0;
+
   // A stream of the current device, which runs its work in the order it was enqueued.
   virtual DeviceStream createStream() = 0;
   virtual void destroyStream(DeviceStream stream) noexcept = 0;
   // Waits for everything enqueued on `stream` so far; throws on a failure of that work or when
   // timeoutMs passes first ("device stream made no progress for ... ms").
   virtual void synchronize(DeviceStream stream, int timeoutMs) = 0;
+  // Waits, as synchronize does, for a stream the application made with the vendor's API (under
+  // CUDA a CUstream / cudaStream_t; null: the legacy default stream of the current context), so
+  // a call given that stream runs after the work queued on it. Runtimes without such streams
+  // throw loomInvalidUsage.
+  virtual void synchronizeApplicationStream(void* stream, int timeoutMs) = 0;
 
   // Enqueues a copy of `bytes` between any two of host, pinned host and device memory.
   virtual void copyAsync(void* dst, const void* src, size_t bytes, DeviceStream stream) = 0;

@@ -4,9 +4,11 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,18 +18,25 @@ namespace loom::log {
 
 namespace {
 
-// Which lines print. Read once: logging must be cheap and must never throw (config's readers
-// for these two only warn).
+// Which lines print. Read at the first log call and again by rereadSettings
+// (loomResetDebugInit); atomics, as a reread may meet threads that are logging. Logging must be
+// cheap and must never throw (config's readers for these two only warn).
 struct Filter {
-  Level level = Level::None;
-  unsigned subsystems = ALL;
+  std::atomic<Level> level{Level::None};
+  std::atomic<unsigned> subsystems{ALL};
+  std::atomic<bool> versionLine{false};  // LOOM_DEBUG=VERSION: that line alone
 };
 
+// NCCL's subsystem names Loom has no lines of its own for select nothing (bit 0): an NCCL
+// environment's NCCL_DEBUG_SUBSYS=INIT,TUNING is not a mistake worth a warning.
 const struct {
   const char* name;
   unsigned bit;
-} kSubsystems[] = {{"INIT", INIT},   {"COLL", COLL}, {"NET", NET},     {"SHM", SHM},
-                   {"GRAPH", GRAPH}, {"ENV", ENV},   {"ALLOC", ALLOC}, {"ALL", ALL}};
+} kSubsystems[] = {{"INIT", INIT},     {"COLL", COLL},   {"NET", NET},       {"SHM", SHM},
+                   {"GRAPH", GRAPH},   {"ENV", ENV},     {"ALLOC", ALLOC},   {"ALL", ALL},
+                   {"BOOTSTRAP", NET}, {"P2P", 0},       {"TUNING", 0},      {"CALL", 0},
+                   {"PROXY", 0},       {"NVLS", 0},      {"REG", 0},         {"PROFILE", 0},
+                   {"RAS", 0}};
 
 // LOOM_DEBUG_SUBSYS: comma list; a leading '^' inverts it (everything but these). An unknown
 // name is reported and left out.
@@ -44,12 +53,13 @@ unsigned parseSubsystems(const std::string& text) {
     start = end + 1;
     if (name.empty()) continue;
     unsigned bit = 0;
+    bool found = false;
     std::vector<std::string> known;
     for (const auto& subsystem : kSubsystems) {
-      if (strcasecmp(subsystem.name, name.c_str()) == 0) bit = subsystem.bit;
+      if (strcasecmp(subsystem.name, name.c_str()) == 0) bit = subsystem.bit, found = true;
       known.emplace_back(subsystem.name);
     }
-    if (bit == 0) {
+    if (!found) {
       config::warnValue(config::Knob::DebugSubsys, text,
                         "unknown subsystem " + name + "; did you mean " +
                             config::closest(name, known).value_or("ALL") + "? (left out)");
@@ -59,6 +69,7 @@ unsigned parseSubsystems(const std::string& text) {
   return invert ? ~mask : mask;
 }
 
+// The registry's spelling of LOOM_DEBUG; VERSION and NONE (NCCL's) are Level::None.
 Level parseLevel(const std::string& text) {
   if (text == "WARN") return Level::Warn;
   if (text == "INFO") return Level::Info;
@@ -66,14 +77,26 @@ Level parseLevel(const std::string& text) {
   return Level::None;
 }
 
+Filter current;
+std::mutex readMutex;  // one read at a time, so a reread cannot interleave with the first
+bool everRead = false;
+
+void readLocked() {
+  const std::string level = config::choice(config::Knob::Debug);
+  current.subsystems.store(parseSubsystems(config::text(config::Knob::DebugSubsys)), std::memory_order_relaxed);
+  current.versionLine.store(level == "VERSION", std::memory_order_relaxed);
+  current.level.store(parseLevel(level), std::memory_order_relaxed);
+  everRead = true;
+}
+
 const Filter& filter() {
-  static const Filter instance = [] {
-    Filter f;
-    f.level = parseLevel(config::choice(config::Knob::Debug));
-    f.subsystems = parseSubsystems(config::text(config::Knob::DebugSubsys));
-    return f;
+  static const bool read = [] {
+    std::lock_guard lock(readMutex);
+    if (!everRead) readLocked();
+    return true;
   }();
-  return instance;
+  (void)read;
+  return current;
 }
 
 // Apart from the filter: the registry's warnings, printed while the filter is being read,
@@ -106,7 +129,20 @@ const char* subsystemName(unsigned subsys) {
 
 bool enabled(Level level, unsigned subsys) {
   const Filter& f = filter();
-  return level <= f.level && (f.subsystems & subsys) != 0;
+  return level <= f.level.load(std::memory_order_relaxed) &&
+         (f.subsystems.load(std::memory_order_relaxed) & subsys) != 0;
+}
+
+bool versionLineEnabled() {
+  return filter().versionLine.load(std::memory_order_relaxed) || enabled(Level::Info, INIT);
+}
+
+// Before the first read there is nothing to redo: the first log call reads them then. Reading
+// now would do at once what the registry does at its first read (warn about unknown LOOM_*
+// variables), in a process that may never log nor make a communicator.
+void rereadSettings() {
+  std::lock_guard lock(readMutex);
+  if (everRead) readLocked();
 }
 
 void setThreadRank(int rank) { currentRank = rank; }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Logging: LOOM_DEBUG=WARN|INFO|TRACE selects the level, LOOM_DEBUG_SUBSYS=INIT,COLL,NET,...
-// (or ALL, or ^X to exclude) the subsystems; both are read once, through the configuration
-// registry (base/config). Lines go to stderr as "host:pid:rank LOOM LEVEL SUBSYS msg".
+// Logging: LOOM_DEBUG=WARN|INFO|TRACE selects the level (VERSION: the version line alone),
+// LOOM_DEBUG_SUBSYS=INIT,COLL,NET,... (or ALL, or ^X to exclude) the subsystems; both are read
+// at the first log call, through the configuration registry (base/config), and again by
+// rereadSettings. Lines go to stderr as "host:pid:rank LOOM LEVEL SUBSYS msg".
 #pragma once
 
 #include <string>
@@ -21,6 +22,12 @@ enum Subsys : unsigned {
 };
 
 bool enabled(Level level, unsigned subsys);
+// Whether the "Loom version" line prints: at INFO and above (subsystem INIT), and at
+// LOOM_DEBUG=VERSION whatever the subsystems (NCCL_DEBUG=VERSION prints NCCL's version line).
+bool versionLineEnabled();
+// Reads LOOM_DEBUG and LOOM_DEBUG_SUBSYS again (loomResetDebugInit, ncclResetDebugInit); before
+// the first log call it does nothing, as that call reads them.
+void rereadSettings();
 // printf-style; rank is taken from the thread's current rank (setThreadRank), -1 if unknown.
 // Prints whatever the level and subsystems say: LOOM_LOG checks them first.
 void write(Level level, unsigned subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -37,6 +44,11 @@ int threadRank();
 #define LOOM_WARN(subsys, ...) LOOM_LOG(::loom::log::Level::Warn, ::loom::log::subsys, __VA_ARGS__)
 #define LOOM_INFO(subsys, ...) LOOM_LOG(::loom::log::Level::Info, ::loom::log::subsys, __VA_ARGS__)
 #define LOOM_TRACE(subsys, ...) LOOM_LOG(::loom::log::Level::Trace, ::loom::log::subsys, __VA_ARGS__)
+// The version line, printed as an INFO line of INIT wherever versionLineEnabled() says.
+#define LOOM_VERSION_LINE(...)                                                                    \
+  do {                                                                                           \
+    if (::loom::log::versionLineEnabled()) ::loom::log::write(::loom::log::Level::Info, ::loom::log::INIT, __VA_ARGS__); \
+  } while (0)
 // A warning printed whatever LOOM_DEBUG says: for mistakes the user has to see even with
 // logging off (an unknown variable or value in the environment).
 #define LOOM_WARN_ALWAYS(subsys, ...) \

@@ -130,16 +130,36 @@ EnvJob readEnvJob() {
   return job;
 }
 
-UniqueIdContents envUniqueId(const EnvJob& job) {
-  // Every rank of the job makes the same calls in the same order, so the n-th here is the n-th
-  // on every rank: the generation that tells this communicator's root from the last one's.
+namespace {
+
+// Every rank of the job makes the same calls in the same order, so the n-th here is the n-th
+// on every rank: the generation that tells this communicator's root from the last one's. One
+// count for both kinds of id made from a pinned address, which may name the same address.
+uint32_t nextGeneration() {
   static std::atomic<uint32_t> made{0};
+  return made.fetch_add(1) + 1;
+}
+
+}  // namespace
+
+UniqueIdContents rankZeroRootId(const std::string& commId) {
+  UniqueIdContents contents;
+  contents.rootAddress = commIdAddress(commId);
+  contents.secret = config::isSet(Knob::CommSecret) ? parseSecret(config::text(Knob::CommSecret)) : derivedSecret(commId);
+  contents.commUid = auth::deriveCommUid(contents.secret);  // as startRootServer derives it
+  contents.rootMayStartLate = true;  // rank 0 may come after the others
+  contents.rankZeroStartsRoot = true;
+  contents.generation = nextGeneration();
+  return contents;
+}
+
+UniqueIdContents envUniqueId(const EnvJob& job) {
   UniqueIdContents contents;
   contents.rootAddress = job.rootAddress;
   contents.secret = job.secret;
   contents.commUid = auth::deriveCommUid(job.secret);  // as startRootServer derives it
   contents.rootMayStartLate = true;  // the launcher starts every rank at about the same time
-  contents.generation = made.fetch_add(1) + 1;
+  contents.generation = nextGeneration();
   return contents;
 }
 

@@ -28,4 +28,10 @@ sockaddr_storage commIdAddress(const std::string& text);
 // per loomCommInitFromEnv that goes on to the rendezvous).
 UniqueIdContents envUniqueId(const EnvJob& job);
 
+// The id of a root pinned at `commId` (host:port) that no one has started yet: rank 0 starts it
+// when it inits (NCCL's meaning of NCCL_COMM_ID), so every rank can make the same id without
+// talking. The secret is LOOM_COMM_SECRET's, or derived as envUniqueId's is; the generation
+// counts on from the same count as envUniqueId's.
+UniqueIdContents rankZeroRootId(const std::string& commId);
+
 }  // namespace loom

@@ -172,6 +172,7 @@ RootRegistry::~RootRegistry() {
     std::lock_guard lock(mutex_);
     forgetInheritedLocked();
     stop_.store(true);
+    for (Server& server : servers_) server.stop->store(true);
     servers.swap(servers_);
     keeper = std::move(keeper_);
     buried.swap(buried_);
@@ -218,7 +219,7 @@ void RootRegistry::freePort(uint16_t port, const std::string& address) {
 // that, when the thread cannot start, it is destroyed after the lock is released, and the
 // thread lets go of it before it says it has finished, so a thread that is joined (below, and
 // in ~RootRegistry) never waits for the lock.
-void RootRegistry::startServer(uint16_t port, std::function<void(const std::atomic<bool>&)> body) {
+void RootRegistry::startServer(uint16_t port, std::function<void(const std::atomic<bool>&)> body, uint64_t tag) {
   auto task = std::make_shared<std::function<void(const std::atomic<bool>&)>>(std::move(body));
   std::vector<Server> over;
   {
@@ -232,18 +233,30 @@ void RootRegistry::startServer(uint16_t port, std::function<void(const std::atom
   }
   for (Server& server : over) server.thread->join();  // over already: returns at once
   auto finished = std::make_shared<std::atomic<bool>>(false);
+  auto stop = std::make_shared<std::atomic<bool>>(false);
   std::lock_guard lock(mutex_);
   servers_.reserve(servers_.size() + 1);  // a running thread is never dropped for want of memory
-  auto thread = std::make_unique<std::thread>([this, task, finished]() mutable {
+  auto thread = std::make_unique<std::thread>([task, finished, stop]() mutable {
     try {
-      (*task)(stop_);
+      (*task)(*stop);
     } catch (const std::exception& error) {
       LOOM_WARN(NET, "root server failed: %s", error.what());
     }
     task.reset();  // the last owner, unless startServer has not returned yet
     finished->store(true);
   });
-  servers_.push_back(Server{std::move(thread), std::move(finished), port});
+  servers_.push_back(Server{std::move(thread), std::move(finished), port, std::move(stop), tag});
+}
+
+bool RootRegistry::stopServer(uint16_t port, uint64_t tag) {
+  std::lock_guard lock(mutex_);
+  for (Server& server : servers_) {
+    if (server.port == port && server.tag == tag && !server.finished->load()) {
+      server.stop->store(true);
+      return true;
+    }
+  }
+  return false;
 }
 
 void RootRegistry::bury(uint16_t port, std::unique_ptr<Tombstone> tombstone) noexcept {

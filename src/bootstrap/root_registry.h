@@ -64,8 +64,12 @@ class RootRegistry {
   // Before a new root binds `port`: closes this process's tombstone on it. Throws
   // loomInvalidUsage, naming `address`, when a rendezvous of this process still listens there.
   void freePort(uint16_t port, const std::string& address);
-  // Runs `body` (a server's rendezvous on `port`) on a thread of its own.
-  void startServer(uint16_t port, std::function<void(const std::atomic<bool>& stop)> body);
+  // Runs `body` (a server's rendezvous on `port`) on a thread of its own. `tag` (the id's
+  // commUid) names it for stopServer.
+  void startServer(uint16_t port, std::function<void(const std::atomic<bool>& stop)> body, uint64_t tag = 0);
+  // Stops the server of this process still running on `port` with `tag` (its body sees its stop
+  // flag and returns; the listener closes): a rendezvous nobody will come to. False: none.
+  bool stopServer(uint16_t port, uint64_t tag);
   // From a finished rendezvous' server thread, before the server answers its ranks: `port` is
   // free to bind again. `tombstone` (null: the server closed its listener) is kept: from now
   // on the keeper answers whoever comes later; where it cannot be kept it is closed (WARN).
@@ -83,6 +87,8 @@ class RootRegistry {
     std::unique_ptr<std::thread> thread;
     std::shared_ptr<std::atomic<bool>> finished;
     uint16_t port = 0;  // 0 once buried: its port belongs to the tombstone
+    std::shared_ptr<std::atomic<bool>> stop;  // this server's; set by stopServer and at exit
+    uint64_t tag = 0;
   };
 
   void keep();  // the keeper thread

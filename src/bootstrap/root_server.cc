@@ -316,8 +316,17 @@ loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinne
   loomUniqueId id = encodeUniqueId(contents);
   LOOM_INFO(NET, "root server listening on %s", addressToString(contents.rootAddress).c_str());
   auto server = std::make_shared<RootServer>(std::move(listener), port, contents.secret, options, timeoutMs, reportMs);
-  rendezvous::RootRegistry::instance().startServer(port, [server](const std::atomic<bool>& stop) { server->run(stop); });
+  rendezvous::RootRegistry::instance().startServer(
+      port, [server](const std::atomic<bool>& stop) { server->run(stop); }, contents.commUid);
   return id;
+}
+
+bool stopRootServer(const loomUniqueId& id) {
+  const UniqueIdContents contents = decodeUniqueId(id);
+  const bool stopped =
+      rendezvous::RootRegistry::instance().stopServer(net::portOf(contents.rootAddress), contents.commUid);
+  if (stopped) LOOM_INFO(NET, "root server on %s stopped: unused", addressToString(contents.rootAddress).c_str());
+  return stopped;
 }
 
 }  // namespace loom

@@ -30,6 +30,9 @@ struct UniqueIdContents {
   // (rendezvous_wire.h): 1 for the first loomCommInitFromEnv, 2 for the next, ...; 0 for a
   // unique id's. Only with rootMayStartLate.
   uint32_t generation = 0;
+  // No root listens yet: rank 0 starts it when it inits (an id made from a pinned address
+  // with NCCL's meaning, loomGetUniqueIdFlags). Only with rootMayStartLate.
+  bool rankZeroStartsRoot = false;
 };
 
 // The most ranks one communicator may have. The root holds a socket (a file descriptor) per
@@ -82,6 +85,10 @@ struct RootOptions {
 loomUniqueId startRootServer(const sockaddr_storage* pinned, const Secret* pinnedSecret,
                              const RootOptions& options = {});
 
+// Stops this process's root server for `id` if it still runs (ncclCommInitRankScalable's
+// unused ids): its port closes, and a rank that comes to it is refused. False: not this
+// process's, or over. Throws loomInvalidArgument on a malformed id.
+bool stopRootServer(const loomUniqueId& id);
 Secret randomSecret();
 
 }  // namespace loom

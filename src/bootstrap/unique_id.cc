@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The 128-byte loomUniqueId. Layout (little-endian integers):
-//   0  magic "LMID" u32      4  version u16      6  flags u16 (kFlagRootMayStartLate)
+//   0  magic "LMID" u32      4  version u16      6  flags u16 (kFlagRootMayStartLate,
+//                                                              kFlagRankZeroStartsRoot)
 //   8  root address (24-byte wire encoding: family, port, scope id, IP)
 //   32 secret[16]            48 commUid u64      56 check u64
 //   64 generation u32 (with kFlagRootMayStartLate only; else 0)        68..127 zero
@@ -31,6 +32,7 @@ constexpr size_t kFlagsOffset = 6;
 // Ids from loomGetUniqueId carry no flag (as ids did when the field was reserved), so every
 // release reads the others' ids alike.
 constexpr uint16_t kFlagRootMayStartLate = 1;
+constexpr uint16_t kFlagRankZeroStartsRoot = 2;  // only with kFlagRootMayStartLate
 static_assert(kAddressOffset + net::kWireAddressBytes == kSecretOffset);
 static_assert(kUsedBytes <= LOOM_UNIQUE_ID_BYTES);
 
@@ -61,7 +63,11 @@ loomUniqueId encodeUniqueId(const UniqueIdContents& contents) {
   auto* bytes = reinterpret_cast<uint8_t*>(id.internal);
   net::putU32(bytes, kIdMagic);
   net::putU16(bytes + 4, kIdVersion);
-  net::putU16(bytes + kFlagsOffset, contents.rootMayStartLate ? kFlagRootMayStartLate : 0);
+  if (contents.rankZeroStartsRoot && !contents.rootMayStartLate) {
+    throwArgument("encodeUniqueId: rankZeroStartsRoot without rootMayStartLate");
+  }
+  net::putU16(bytes + kFlagsOffset, static_cast<uint16_t>((contents.rootMayStartLate ? kFlagRootMayStartLate : 0) |
+                                                          (contents.rankZeroStartsRoot ? kFlagRankZeroStartsRoot : 0)));
   net::encodeWireAddress(contents.rootAddress, bytes + kAddressOffset);
   std::memcpy(bytes + kSecretOffset, contents.secret.data(), contents.secret.size());
   net::putU64(bytes + kCommUidOffset, contents.commUid);
@@ -78,8 +84,9 @@ UniqueIdContents decodeUniqueId(const loomUniqueId& id) {
             std::to_string(kIdVersion));
   }
   const uint16_t flags = net::getU16(bytes + kFlagsOffset);
-  if ((flags & ~kFlagRootMayStartLate) != 0) invalid("unknown flags " + std::to_string(flags));
+  if ((flags & ~(kFlagRootMayStartLate | kFlagRankZeroStartsRoot)) != 0) invalid("unknown flags " + std::to_string(flags));
   const bool rootMayStartLate = (flags & kFlagRootMayStartLate) != 0;
+  if ((flags & kFlagRankZeroStartsRoot) != 0 && !rootMayStartLate) invalid("flags " + std::to_string(flags) + " do not go together");
   for (size_t i = rootMayStartLate ? kUsedBytes : kGenerationOffset; i < LOOM_UNIQUE_ID_BYTES; ++i) {
     if (bytes[i] != 0) invalid("trailing bytes are not zero");
   }
@@ -100,6 +107,7 @@ UniqueIdContents decodeUniqueId(const loomUniqueId& id) {
   contents.commUid = net::getU64(bytes + kCommUidOffset);
   if (contents.commUid == 0) invalid("commUid is 0");
   contents.rootMayStartLate = rootMayStartLate;
+  contents.rankZeroStartsRoot = (flags & kFlagRankZeroStartsRoot) != 0;
   contents.generation = net::getU32(bytes + kGenerationOffset);
   return contents;
 }

@@ -8,6 +8,7 @@
 //   ScheduleCache  built schedules and scratch memory                core/schedule_cache.h
 //   PreMulSumInput this rank's premultiplied input for PreMulSum calls core/premul_input.h
 //   DeviceStaging  pinned host copies of a call's device buffers     core/device_staging.h
+//   Registrations  buffers registered with it (loomCommRegister)     core/registrations.h
 // A call (algorithms/call_spec.h) takes a ticket when issued and runs when its turn comes:
 // through the direct engine when that takes it, else as a schedule on the executor.
 #pragma once
@@ -32,6 +33,7 @@
 #include "core/device_staging.h"
 #include "core/error_state.h"
 #include "core/premul_input.h"
+#include "core/registrations.h"
 #include "core/schedule_cache.h"
 #include "core/settings.h"
 #include "loom.h"
@@ -68,6 +70,8 @@ class Communicator {
   // The device this communicator is bound to: the one current on the thread that made it
   // (loomCommInitAll: its device list's entry); -1 without a device runtime.
   int device() const { return device_; }
+  // The buffers registered with this communicator (loomCommRegister); destroy drops them.
+  Registrations& registrations() { return registrations_; }
 
   // Marks which of a validated call's buffers are device memory (core/buffer_domains.h), before
   // the call is issued; throws loomInvalidArgument for a buffer this communicator cannot use.
@@ -165,6 +169,7 @@ class Communicator {
   PreMulSumInput premul_;
   int device_ = -1;
   DeviceStaging staging_;
+  Registrations registrations_;
   // While a staged call runs with its copies overlapping the transfer: the executor's view of
   // staging_ (fillContext passes it on); null otherwise.
   algo::StagedCopies* staged_ = nullptr;

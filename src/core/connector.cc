@@ -50,7 +50,7 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
     : rank_(bootstrap.rank()), connections_(bootstrap.size(), nullptr) {
   const int nranks = bootstrap.size();
   const transport::TransportRegistry registry = transport::registeredTransports();
-  const transport::TransportPolicy policy = registry.policy(settings.transport, settings.shmDisabled);
+  const transport::TransportPolicy policy = registry.policy(settings.transport, settings.shmDisabled, settings.netTransport);
   std::vector<PeerInfo> peers(nranks);
   PeerInfo& mine = peers[rank_];
   std::memset(&mine, 0, sizeof(mine));

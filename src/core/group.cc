@@ -11,6 +11,7 @@
 #include "base/per_thread.h"
 #include "core/call_batch.h"
 #include "core/comm.h"
+#include "core/group_inits.h"
 #include "core/stream.h"
 
 namespace loom::group {
@@ -76,6 +77,7 @@ struct GroupState {
   std::vector<Target> targets;        // calls[i] goes to targets[i]
   std::vector<algo::CallSpec> peerOps;   // endOnOneTarget's, kept: no allocation per exchange
   std::vector<algo::CallSpec> lone{1};   // a lone send or receive, as a batch of one
+  std::vector<DeferredInit> inits;       // deferInit's, in issue order
   loomResult_t failure = loomSuccess;
   std::string failureMessage;
 };
@@ -222,11 +224,42 @@ bool endOnOneTarget(const std::vector<algo::CallSpec>& calls, std::vector<Target
   return true;
 }
 
+// A group that queued inits: they run together (group_inits.h); the group's state is left empty
+// whatever happens.
+loomResult_t endInits(GroupState& state) {
+  std::vector<DeferredInit> inits = std::move(state.inits);
+  state.inits.clear();
+  const size_t otherCalls = state.calls.size();
+  const loomResult_t failure = state.failure;
+  const std::string failureMessage = std::move(state.failureMessage);
+  state.calls.clear();
+  state.targets.clear();
+  state.failure = loomSuccess;
+  state.failureMessage.clear();
+  return runDeferredInits(inits, otherCalls, failure, failureMessage);
+}
+
 }  // namespace
 
-void end() {
+void deferInit(DeferredInit init) { groupState().inits.push_back(std::move(init)); }
+
+void endWithoutRunning() {
   if (groupDepth == 0) throwUsage("called without a matching loomGroupStart (no group is open on this thread)");
   if (--groupDepth > 0) return;
+  GroupState& state = groupState();
+  const std::string why = "the group was ended without running (loomGroupSimulateEnd)";
+  for (DeferredInit& init : state.inits) init.finish(loomInvalidUsage, why);
+  state.inits.clear();
+  state.calls.clear();
+  state.targets.clear();
+  state.failure = loomSuccess;
+  state.failureMessage.clear();
+}
+
+loomResult_t end() {
+  if (groupDepth == 0) throwUsage("called without a matching loomGroupStart (no group is open on this thread)");
+  if (--groupDepth > 0) return loomSuccess;
+  if (!groupState().inits.empty()) return endInits(groupState());
   // Used in place and cleared on the way out, whatever happens: the queue keeps its memory
   // for the next group.
   GroupState& state = groupState();
@@ -248,7 +281,7 @@ void end() {
                              " queued calls ran: " + failureMessage);
   }
 
-  if (endOnOneTarget(calls, targets)) return;
+  if (endOnOneTarget(calls, targets)) return loomSuccess;
 
   // Each communicator's sends and receives run as one unit, after its collectives (the same
   // place on every rank, so no mix of the two can deadlock), on the one stream they share.
@@ -306,6 +339,7 @@ void end() {
   }
   steps.release();
   if (auto it = perStream.find(nullptr); it != perStream.end()) runBatches(batchesOf(it->second));
+  return loomSuccess;
 }
 
 }  // namespace loom::group

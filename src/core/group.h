@@ -10,6 +10,7 @@
 // fails the whole group at End, and nothing of it runs (as in NCCL).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,7 +39,22 @@ Communicator* pinned();
 void issuePinned(algo::CallSpec call, std::shared_ptr<Stream> stream);
 // A call inside the group failed its checks: GroupEnd will fail and run nothing.
 void noteFailure(loomResult_t code, const std::string& message);
-// Issues everything queued (when the outermost group ends); throws the first failure.
-void end();
+// An init queued in a group (core/group_inits.cc): loomCommInitRank* and loomCommSplit between
+// GroupStart and GroupEnd return at once, and the group's end connects them all together, so
+// one thread can make several ranks of one communicator (NCCL's way of driving one GPU per rank
+// from one thread).
+struct DeferredInit {
+  bool blocking = true;  // End waits for it; else End starts it and returns loomInProgress
+  std::function<void()> connect;  // the init's collective part; throws on failure
+  // Records the outcome where the caller will look (the handle's pending state); never throws.
+  // Called exactly once: after connect, or instead of it when the group fails first.
+  std::function<void(loomResult_t code, const std::string& message)> finish;
+};
+void deferInit(DeferredInit init);
+// Issues everything queued (when the outermost group ends); throws the first failure. Returns
+// loomInProgress when it started non-blocking inits that are still connecting, else loomSuccess.
+loomResult_t end();
+// As end(), but runs nothing: the outermost group's calls and inits are dropped (inits fail).
+void endWithoutRunning();
 
 }  // namespace loom::group

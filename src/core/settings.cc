@@ -3,21 +3,47 @@
 
 #include <cctype>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/log.h"
+#include "transport/registry/registry.h"
 
 namespace loom {
 
 namespace {
 
-// The registry name LOOM_TRANSPORT or config.netName asks for; "" for auto.
-std::string parseTransport(std::string text, const char* source) {
+std::string lowered(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // NCCL says "Socket"
+  return text;
+}
+
+// The registry name LOOM_TRANSPORT asks for; "" for auto.
+std::string parseTransport(const std::string& choice) {
+  const std::string text = lowered(choice);
   if (text.empty() || text == "auto") return "";
-  if (text == "shm") return "shm";
-  if (text == "socket" || text == "tcp") return "socket";
-  throwArgument(std::string(source) + "=\"" + text + "\": expected shm, socket or auto");
+  if (text == "tcp") return "socket";
+  return text;  // the registry's choices are its names: shm, socket
+}
+
+// The network transport `text` names (LOOM_NET, NCCL_NET, config.netName), as the registry
+// spells it; "" stays "" (the registry's first). nullopt, with what is wrong in *why, for an
+// unknown name, which fails init rather than warning: a job that asked for a network it cannot
+// have would otherwise run, slowly, on another.
+std::optional<std::string> parseNetTransport(const std::string& text, std::string* why) {
+  if (text.empty()) return "";
+  const std::vector<std::string> known = transport::registeredTransports().networkTransports();
+  const std::string name = lowered(text);
+  for (const std::string& candidate : known) {
+    if (lowered(candidate) == name) return candidate;
+  }
+  std::string list;
+  for (const std::string& candidate : known) list += (list.empty() ? "" : ", ") + candidate;
+  *why = "unknown network transport; known: " + list;
+  return std::nullopt;
 }
 
 bool isSet(int value) { return value != LOOM_CONFIG_UNDEF_INT; }
@@ -27,7 +53,12 @@ CommSettings fromEnvironment() {
   using config::Knob;
   CommSettings settings;
   settings.timeoutMs = static_cast<int>(config::integer(Knob::TimeoutMs));
-  settings.transport = parseTransport(config::choice(Knob::Transport), "LOOM_TRANSPORT");
+  settings.transport = parseTransport(config::choice(Knob::Transport));
+  const std::string net = config::text(Knob::Net);
+  std::string why;
+  const std::optional<std::string> netTransport = parseNetTransport(net, &why);
+  if (!netTransport) config::badValue(Knob::Net, net, why);
+  settings.netTransport = *netTransport;
   settings.shmDisabled = config::flag(Knob::ShmDisable);
   settings.socketsPerPeer = static_cast<int>(config::integer(Knob::SocketNsocks));
   settings.pieceBytes = static_cast<size_t>(config::integer(Knob::PieceBytes));
@@ -48,9 +79,7 @@ CommSettings fromEnvironment() {
   return settings;
 }
 
-}  // namespace
-
-CommSettings resolveSettings(const loomConfig_t* config) {
+CommSettings merged(const loomConfig_t* config) {
   CommSettings settings = fromEnvironment();
   if (config == nullptr) return settings;
   // The first three fields tell us which layout the caller compiled against.
@@ -66,7 +95,12 @@ CommSettings resolveSettings(const loomConfig_t* config) {
     settings.blocking = config->blocking == 1;
   }
   if (config->commName != nullptr) settings.commName = config->commName;
-  if (config->netName != nullptr) settings.transport = parseTransport(config->netName, "config.netName");
+  if (config->netName != nullptr) {
+    std::string why;
+    const std::optional<std::string> netTransport = parseNetTransport(config->netName, &why);
+    if (!netTransport) throwArgument(std::string("config.netName=\"") + config->netName + "\": " + why);
+    settings.netTransport = *netTransport;
+  }
   if (isSet(config->nChannelsPerNetPeer)) {
     if (config->nChannelsPerNetPeer < 1 || config->nChannelsPerNetPeer > 16) {
       throwArgument("config.nChannelsPerNetPeer must be in [1, 16]");
@@ -82,6 +116,30 @@ CommSettings resolveSettings(const loomConfig_t* config) {
     if (config->deterministic != 0 && config->deterministic != 1) throwArgument("config.deterministic must be 0 or 1");
     settings.deterministic = config->deterministic == 1;
   }
+  return settings;
+}
+
+// Which network a job's hosts talk over, and who chose it: with NCCL_NET honoured, an NCCL
+// environment may choose it without the user thinking of Loom.
+void logNetTransport(const CommSettings& settings, const loomConfig_t* config) {
+  if (!log::enabled(log::Level::Info, log::NET)) return;
+  std::string name = settings.netTransport;
+  if (name.empty()) {
+    const std::vector<std::string> known = transport::registeredTransports().networkTransports();
+    name = known.empty() ? "none" : known.front();
+  }
+  const std::string source = config != nullptr && config->netName != nullptr ? "config.netName"
+                             : config::isSet(config::Knob::Net) ? config::sourceName(config::Knob::Net)
+                                                                : "the default";
+  LOOM_INFO(NET, "network transport between hosts: %s (%s)%s", name.c_str(), source.c_str(),
+            settings.transport.empty() ? "" : ("; LOOM_TRANSPORT=" + settings.transport + " forces every peer").c_str());
+}
+
+}  // namespace
+
+CommSettings resolveSettings(const loomConfig_t* config) {
+  CommSettings settings = merged(config);
+  logNetTransport(settings, config);
   return settings;
 }
 

@@ -14,9 +14,13 @@ struct CommSettings {
   int timeoutMs = 600000;        // LOOM_TIMEOUT_MS / config.timeoutMs
   bool blocking = true;          // config.blocking
   std::string commName;          // config.commName
-  // LOOM_TRANSPORT / config.netName: the registry name of the one transport every peer must
-  // use (transport/registry/registry.h), or "" to let the registry choose.
+  // LOOM_TRANSPORT: the registry name of the one transport every peer must use
+  // (transport/registry/registry.h), or "" to let the registry choose.
   std::string transport;
+  // LOOM_NET / config.netName (NCCL_NET where NCCL's aliases are honoured): the registry name
+  // of the network transport between hosts, checked against the registry's network
+  // transports; "" when unset: the registry's first (socket).
+  std::string netTransport;
   bool shmDisabled = false;      // LOOM_SHM_DISABLE=1
   int socketsPerPeer = 2;        // LOOM_SOCKET_NSOCKS / config.nChannelsPerNetPeer
   // LOOM_PIECE_BYTES: pipelining granularity; 0 = chosen at init: 128 KiB when every ring

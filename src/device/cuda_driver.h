@@ -41,34 +41,45 @@ inline constexpr int kCudaAbiVersion = 12000;
 
 // X(name, version): the entry points Loom calls, each with the version suffix of its
 // cudaTypedefs.h PFN type as of CUDA 12.0.
-#define LOOM_CUDA_DRIVER_FUNCTIONS(X) \
-  X(cuGetErrorName, 6000)             \
-  X(cuGetErrorString, 6000)           \
-  X(cuInit, 2000)                     \
-  X(cuDriverGetVersion, 2020)         \
-  X(cuDeviceGet, 2000)                \
-  X(cuDeviceGetCount, 2000)           \
-  X(cuDeviceGetName, 2000)            \
-  X(cuDevicePrimaryCtxRetain, 7000)   \
-  X(cuCtxGetCurrent, 4000)            \
-  X(cuCtxSetCurrent, 4000)            \
-  X(cuCtxGetDevice, 2000)             \
-  X(cuPointerGetAttributes, 7000)     \
-  X(cuMemAlloc, 3020)                 \
-  X(cuMemFree, 3020)                  \
-  X(cuMemHostAlloc, 2020)             \
-  X(cuMemFreeHost, 2000)              \
-  X(cuMemcpyAsync, 4000)              \
-  X(cuStreamCreate, 2000)             \
-  X(cuStreamDestroy, 4000)            \
-  X(cuStreamQuery, 2000)              \
-  X(cuStreamWaitEvent, 3020)          \
-  X(cuEventCreate, 2000)              \
-  X(cuEventDestroy, 4000)             \
-  X(cuEventRecord, 2000)              \
-  X(cuEventQuery, 2000)               \
-  X(cuModuleLoadData, 2000)           \
-  X(cuModuleGetFunction, 2000)        \
+#define LOOM_CUDA_DRIVER_FUNCTIONS(X)     \
+  X(cuGetErrorName, 6000)                 \
+  X(cuGetErrorString, 6000)               \
+  X(cuInit, 2000)                         \
+  X(cuDriverGetVersion, 2020)             \
+  X(cuDeviceGet, 2000)                    \
+  X(cuDeviceGetCount, 2000)               \
+  X(cuDeviceGetName, 2000)                \
+  X(cuDevicePrimaryCtxRetain, 7000)       \
+  X(cuCtxGetCurrent, 4000)                \
+  X(cuCtxSetCurrent, 4000)                \
+  X(cuCtxGetDevice, 2000)                 \
+  X(cuPointerGetAttributes, 7000)         \
+  X(cuMemAlloc, 3020)                     \
+  X(cuMemFree, 3020)                      \
+  X(cuMemHostAlloc, 2020)                 \
+  X(cuMemFreeHost, 2000)                  \
+  X(cuMemGetAddressRange, 3020)           \
+  X(cuMemGetAllocationGranularity, 10020) \
+  X(cuMemCreate, 10020)                   \
+  X(cuMemRelease, 10020)                  \
+  X(cuMemRetainAllocationHandle, 11000)   \
+  X(cuMemAddressReserve, 10020)           \
+  X(cuMemAddressFree, 10020)              \
+  X(cuMemMap, 10020)                      \
+  X(cuMemUnmap, 10020)                    \
+  X(cuMemSetAccess, 10020)                \
+  X(cuMemcpyAsync, 4000)                  \
+  X(cuStreamCreate, 2000)                 \
+  X(cuStreamDestroy, 4000)                \
+  X(cuStreamQuery, 2000)                  \
+  X(cuStreamGetCtx, 9020)                 \
+  X(cuStreamWaitEvent, 3020)              \
+  X(cuEventCreate, 2000)                  \
+  X(cuEventDestroy, 4000)                 \
+  X(cuEventRecord, 2000)                  \
+  X(cuEventQuery, 2000)                   \
+  X(cuModuleLoadData, 2000)               \
+  X(cuModuleGetFunction, 2000)            \
   X(cuLaunchKernel, 4000)
 
 // The loaded driver: a table of its entry points, and what it failed with in words. The member

@@ -41,6 +41,7 @@ DeviceRuntime* cudaRuntime(std::string* why) {
 #include "base/log.h"
 #include "device/cuda_fatbin.h"
 #include "device/cuda_kernel_module.h"
+#include "device/cuda_vmm.h"
 #include "kernels/device_kernels.h"
 
 namespace loom::device::cuda {
@@ -219,6 +220,17 @@ class CudaRuntime final : public DeviceRuntime {
     }
   }
 
+  // Virtual-memory allocations (cuda_vmm.h), so that they can be exported to another process.
+  void* allocShareable(size_t bytes) override {
+    const int device = ensureContext();
+    return createShareable(driver_, devices_[static_cast<size_t>(device)], device, bytes);
+  }
+  void freeShareable(void* pointer, size_t) override {
+    if (pointer == nullptr) return;
+    ensureContext();  // the driver's address-range queries want a context, any one
+    destroyShareable(driver_, pointer);
+  }
+
   DeviceStream createStream() override {
     auto stream = std::make_unique<Stream>();
     stream->device = ensureContext();
@@ -240,24 +252,44 @@ class CudaRuntime final : public DeviceRuntime {
 
   void synchronize(DeviceStream handle, int timeoutMs) override {
     Stream& stream = streamOf(handle, "synchronize");
+    const ContextScope scope(driver_, stream.context);
+    waitForStream(stream.stream, stream.device, timeoutMs);
+  }
+
+  void synchronizeApplicationStream(void* handle, int timeoutMs) override {
+    // The stream's own context: the application may have another one current, or none yet.
+    CUcontext context = nullptr;
+    if (handle == nullptr) {
+      ensureContext();
+      driver_.check(driver_.cuCtxGetCurrent(&context), "cuCtxGetCurrent", "finding the current context");
+    } else {
+      driver_.check(driver_.cuStreamGetCtx(static_cast<CUstream>(handle), &context), "cuStreamGetCtx",
+                    "finding the context of the application's stream");
+    }
+    const ContextScope scope(driver_, context);
+    CUstream stream = handle != nullptr ? static_cast<CUstream>(handle) : CU_STREAM_LEGACY;
+    waitForStream(stream, currentDevice(), timeoutMs);
+  }
+
+  // Polls cuStreamQuery until `stream` (of the current context) is idle, at most timeoutMs.
+  void waitForStream(CUstream stream, int device, int timeoutMs) {
     if (timeoutMs < 0) {
       throwArgument("synchronize(" + std::to_string(timeoutMs) +
                     " ms): the timeout must be >= 0 (every device "
                     "wait has a deadline)");
     }
-    const ContextScope scope(driver_, stream.context);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
     Backoff backoff(kSyncPolicy);
     for (;;) {
-      const CUresult result = driver_.cuStreamQuery(stream.stream);
+      const CUresult result = driver_.cuStreamQuery(stream);
       if (result == CUDA_SUCCESS) return;
       if (result != CUDA_ERROR_NOT_READY) {
         driver_.fail("cuStreamQuery", result,
-                     "waiting for a stream of device " + std::to_string(stream.device));
+                     "waiting for a stream of device " + std::to_string(device));
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         throw Error(loomSystemError,
-                    "device stream of CUDA device " + std::to_string(stream.device) +
+                    "device stream of CUDA device " + std::to_string(device) +
                         " made no progress for " + std::to_string(timeoutMs) +
                         " ms: work enqueued on it has not finished (cuStreamQuery: "
                         "CUDA_ERROR_NOT_READY)");

@@ -110,6 +110,12 @@ class EmulatedRuntime final : public DeviceRuntime {
   void freePinnedHost(void* pointer) noexcept override {
     if (!emulated::inForkedChild()) memory_.freePinned(pointer);
   }
+  // loomMemAlloc's memory is the device's own: the emulator has no process to share it with.
+  void* allocShareable(size_t bytes) override { return allocDevice(bytes); }
+  void freeShareable(void* pointer, size_t) override {
+    refuseInForkedChild();
+    memory_.freeDevice(pointer);
+  }
 
   DeviceStream createStream() override {
     refuseInForkedChild();
@@ -143,6 +149,10 @@ class EmulatedRuntime final : public DeviceRuntime {
   void synchronize(DeviceStream handle, int timeoutMs) override {
     refuseInForkedChild();
     stream(handle, "synchronize").synchronize(timeoutMs);
+  }
+  void synchronizeApplicationStream(void*, int) override {
+    throwUsage("the emulated device runtime has no application streams (there is no CUDA runtime to make one); "
+               "pass the NULL stream (0)");
   }
 
   void copyAsync(void* dst, const void* src, size_t bytes, DeviceStream handle) override {

@@ -73,7 +73,12 @@ TEST(ConfigTable, EveryEntryIsWellFormed) {
     EXPECT_NE(entry.doc, nullptr);
     EXPECT_GT(std::string(entry.doc).size(), 3u);
     EXPECT_EQ(std::string(entry.doc).find('\n'), std::string::npos) << "docs are one line";
-    EXPECT_EQ(entry.ncclAlias, nullptr) << "Loom honours no NCCL_* variable";
+    if (entry.ncclAlias != nullptr) {
+      // Aliases are read only where honoured (tests/unit/test_nccl_variables.cc tests them).
+      EXPECT_TRUE(std::string(entry.ncclAlias).starts_with("NCCL_")) << entry.ncclAlias;
+      EXPECT_EQ(config::find(entry.ncclAlias), nullptr) << "an alias is no entry's name";
+      EXPECT_TRUE(names.insert(entry.ncclAlias).second) << entry.ncclAlias << " named twice";
+    }
     switch (entry.type) {
       case Type::Integer:
         EXPECT_LE(entry.min, entry.max);
@@ -109,6 +114,7 @@ TEST(ConfigTable, CommSettingsDefaultsAreTheRegistrysDefaults) {
   const CommSettings built;
   EXPECT_EQ(read.timeoutMs, built.timeoutMs);
   EXPECT_EQ(read.transport, built.transport);
+  EXPECT_EQ(read.netTransport, built.netTransport);
   EXPECT_EQ(read.shmDisabled, built.shmDisabled);
   EXPECT_EQ(read.socketsPerPeer, built.socketsPerPeer);
   EXPECT_EQ(read.pieceBytes, built.pieceBytes);
@@ -229,8 +235,8 @@ TEST(ConfigChoices, UnknownValuesWarnWithTheClosestAndUseTheDefault) {
        "LOOM_HOST_ISA=\"avx521\": not one of generic, avx2 or avx512 (did you mean avx512?); "
        "using the default, best available"},
       {"LOOM_DEBUG", "INFOO", "",
-       "LOOM_DEBUG=\"INFOO\": not one of WARN, INFO or TRACE (did you mean INFO?); using the "
-       "default, off"},
+       "LOOM_DEBUG=\"INFOO\": not one of WARN, INFO, TRACE, VERSION or NONE (did you mean INFO?); "
+       "using the default, off"},
       {"LOOM_P2P_LEVEL", "pxb", "PXB", ""},
       {"LOOM_P2P_LEVEL", "PXBB", "",
        "LOOM_P2P_LEVEL=\"PXBB\": not one of LOC, NVL, NVB, C2C, PIX, PXB, PXN, PHB, SYS, 0, 1, 2, 3 "
@@ -485,27 +491,46 @@ TEST(LoomEnv, ChecksTheVariablesSetNow) {
   }
 }
 
-TEST(LoomEnv, ConfigurationDocHoldsTheGeneratedTables) {
+// --nccl reads as Loom's libnccl.so.2 does; without it NCCL_* variables count for nothing.
+TEST(LoomEnv, NcclReadsTheAliases) {
+  ASSERT_NE(std::getenv("LOOM_ENV_EXE"), nullptr) << "tests/meson.build sets LOOM_ENV_EXE";
+  const std::string variables = "NCCL_SHM_DISABLE=1 NCCL_FOO=x NCCL_NET=ib";
+  ToolRun plain = runLoomEnv("", variables);
+  EXPECT_EQ(plain.exitCode, 0) << plain.out;
+  EXPECT_NE(plain.out.find("no Loom variable is set"), std::string::npos) << plain.out;
+  ToolRun nccl = runLoomEnv("--nccl", variables);
+  EXPECT_EQ(nccl.exitCode, 0) << "LOOM_NET's owner checks it, at init" << nccl.out;
+  for (const char* line : {"ok:      NCCL_SHM_DISABLE=1", "ok:      NCCL_NET=\"ib\"", "note:    NCCL_FOO: not honoured"}) {
+    EXPECT_NE(nccl.out.find(line), std::string::npos) << line << "\n" << nccl.out;
+  }
+}
+
+// The part of docs/`file` between the markers of `option`'s output equals that output.
+void expectGeneratedPart(const std::string& file, const std::string& option) {
   const char* data = std::getenv("LOOM_TEST_DATA");  // tests/data
   ASSERT_NE(data, nullptr);
-  const std::string docPath = std::string(data) + "/../../docs/configuration.md";
+  const std::string docPath = std::string(data) + "/../../docs/" + file;
   const std::string doc = readFile(docPath);
   ASSERT_FALSE(doc.empty()) << "cannot read " << docPath;
-  const std::string begin = "<!-- made by `loom-env --markdown`";
-  const std::string end = "<!-- end of `loom-env --markdown` -->";
+  const std::string begin = "<!-- made by `loom-env " + option + "`";
+  const std::string end = "<!-- end of `loom-env " + option + "` -->";
   const size_t beginLine = doc.find(begin);
-  ASSERT_NE(beginLine, std::string::npos) << "docs/configuration.md lacks the marker " << begin;
+  ASSERT_NE(beginLine, std::string::npos) << "docs/" << file << " lacks the marker " << begin;
   const size_t from = doc.find('\n', beginLine) + 1;
   const size_t to = doc.find(end, from);
-  ASSERT_NE(to, std::string::npos) << "docs/configuration.md lacks the marker " << end;
-  const ToolRun generated = runLoomEnv("--markdown");
+  ASSERT_NE(to, std::string::npos) << "docs/" << file << " lacks the marker " << end;
+  const ToolRun generated = runLoomEnv(option);
   ASSERT_EQ(generated.exitCode, 0) << generated.out;
   EXPECT_TRUE(doc.substr(from, to - from) == generated.out)
-      << "docs/configuration.md's tables differ from the registry (src/base/config_knobs.cc); "
-         "regenerate them with\n  build/tools/loom-env --update-docs docs/configuration.md\n"
-         "--- loom-env --markdown ---\n"
+      << "docs/" << file << "'s tables differ from the registry (src/base/config_knobs.cc); "
+      << "regenerate them with\n  build/tools/loom-env --update-docs docs/" << file << "\n"
+      << "--- loom-env " << option << " ---\n"
       << generated.out;
 }
+
+TEST(LoomEnv, ConfigurationDocHoldsTheGeneratedTables) { expectGeneratedPart("configuration.md", "--markdown"); }
+
+TEST(LoomEnv, NcclDocHoldsTheGeneratedTable) { expectGeneratedPart("nccl.md", "--nccl-markdown"); }
 
 }  // namespace
 }  // namespace loom::test

@@ -413,8 +413,15 @@ bool isLinkLocal(const sockaddr_storage& address) {
          IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr);
 }
 
+// LOOM_SOCKET_FAMILY's family, or AF_UNSPEC (either) when unset.
+int requiredFamily() {
+  const std::string family = config::choice(config::Knob::SocketFamily);
+  return family == "AF_INET" ? AF_INET : family == "AF_INET6" ? AF_INET6 : AF_UNSPEC;
+}
+
 sockaddr_storage addressFromFilter(const std::string& spec, int preferredFamily) {
   InterfaceFilter filter(spec);
+  const int required = requiredFamily();
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) < 0) throwSystem("getifaddrs");
   struct Candidate {
@@ -429,7 +436,7 @@ sockaddr_storage addressFromFilter(const std::string& spec, int preferredFamily)
     if (family != AF_INET && family != AF_INET6) continue;
     std::string name = entry->ifa_name;
     if (seen.find(" " + name + ",") == std::string::npos) seen += " " + name + ",";
-    if (!filter.matches(name)) continue;
+    if (!filter.matches(name) || (required != AF_UNSPEC && family != required)) continue;
     Candidate candidate{0, {}};
     std::memcpy(&candidate.address, entry->ifa_addr,
                 family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
@@ -441,8 +448,13 @@ sockaddr_storage addressFromFilter(const std::string& spec, int preferredFamily)
   freeifaddrs(list);
   if (candidates.empty()) {
     if (!seen.empty()) seen.pop_back();
+    std::string wanted = "an IPv4/IPv6 address";
+    if (required != AF_UNSPEC) {
+      wanted = std::string(required == AF_INET ? "an IPv4 address (" : "an IPv6 address (") +
+               config::sourceName(config::Knob::SocketFamily) + "=" + config::choice(config::Knob::SocketFamily) + ")";
+    }
     config::badValue(config::Knob::SocketIfname, spec,
-                     "matches no interface that is up with an IPv4/IPv6 address (interfaces:" + seen + ")");
+                     "matches no interface that is up with " + wanted + " (interfaces:" + seen + ")");
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
@@ -466,11 +478,13 @@ sockaddr_storage addressRoutingTo(const sockaddr_storage& root) {
 
 }  // namespace
 
+// A root's address decides the family where there is one, as NCCL_COMM_ID does in NCCL: the
+// route to it does, and ranks must reach each other as they reach it.
 sockaddr_storage chooseLocalAddress(const sockaddr_storage* root) {
   if (const std::string spec = config::text(config::Knob::SocketIfname); !spec.empty()) {
     return addressFromFilter(spec, root != nullptr ? root->ss_family : AF_INET);
   }
-  if (root == nullptr) return loopbackAddress(AF_INET);
+  if (root == nullptr) return loopbackAddress(requiredFamily() == AF_INET6 ? AF_INET6 : AF_INET);
   if (isLoopback(*root)) return loopbackAddress(root->ss_family);
   return addressRoutingTo(*root);
 }

@@ -120,11 +120,13 @@ void writeFully(int fd, const void* data, size_t bytes, Deadline deadline,
                 const std::atomic<bool>* abortFlag, const std::string& what);
 
 // The address this process should listen on. LOOM_SOCKET_IFNAME (prefix list; "^" excludes,
-// "=" matches names exactly) picks the interface; without it: loopback when the root is on
-// loopback (or when there is no root), else the address that routes to the root.
+// "=" matches names exactly) picks the interface, of LOOM_SOCKET_FAMILY's family where that is
+// set; without it: loopback when the root is on loopback (the root's family) or when there is
+// no root (LOOM_SOCKET_FAMILY's, else IPv4), else the address that routes to the root.
 sockaddr_storage chooseLocalAddress(const sockaddr_storage* root);
 // The same choice with no root to route to, for ranks on several hosts: LOOM_SOCKET_IFNAME, else
-// the first interface that is up and not loopback or docker (NCCL's default), IPv4 first.
+// the first interface that is up and not loopback or docker (NCCL's default); of
+// LOOM_SOCKET_FAMILY's family where that is set, else IPv4 first.
 sockaddr_storage chooseLocalAddressForRemotePeers();
 
 }  // namespace loom::net

@@ -95,7 +95,24 @@ uint64_t TransportRegistry::digest() const {
   return fnv1a(names.data(), names.size());
 }
 
-TransportPolicy TransportRegistry::policy(const std::string& forced, bool shmDisabled) const {
+namespace {
+
+// Two ranks on different hosts, as a network transport must be able to join them.
+bool joinsHosts(const TransportEntry& entry) {
+  return entry.canConnect(Endpoint{0, 1, 1}, Endpoint{1, 2, 2});
+}
+
+}  // namespace
+
+std::vector<std::string> TransportRegistry::networkTransports() const {
+  std::vector<std::string> names;
+  for (const TransportEntry& entry : *entries_) {
+    if (joinsHosts(entry)) names.push_back(entry.name);
+  }
+  return names;
+}
+
+TransportPolicy TransportRegistry::policy(const std::string& forced, bool shmDisabled, const std::string& net) const {
   TransportPolicy policy;
   if (!forced.empty()) {
     const int required = index(forced);
@@ -104,8 +121,14 @@ TransportPolicy TransportRegistry::policy(const std::string& forced, bool shmDis
     policy.allowed = uint64_t{1} << required;
     return policy;
   }
+  if (!net.empty() && (index(net) < 0 || !joinsHosts(entry(static_cast<size_t>(index(net)))))) {
+    throwArgument("no network transport called '" + net + "'");
+  }
   for (size_t i = 0; i < entries_->size(); ++i) {
-    if (!(shmDisabled && (*entries_)[i].name == "shm")) policy.allowed |= uint64_t{1} << i;
+    const TransportEntry& candidate = (*entries_)[i];
+    if (shmDisabled && candidate.name == "shm") continue;
+    if (!net.empty() && candidate.name != net && joinsHosts(candidate)) continue;
+    policy.allowed |= uint64_t{1} << i;
   }
   return policy;
 }

@@ -76,10 +76,15 @@ class TransportRegistry {
   // A digest of the names in order: ranks whose registries differ must not connect.
   uint64_t digest() const;
 
-  // `forced` ("" = any) names the one transport this rank must use (LOOM_TRANSPORT,
-  // loomConfig_t.netName); `shmDisabled` drops shm (LOOM_SHM_DISABLE=1). Throws
-  // loomInvalidArgument for a name no entry has.
-  TransportPolicy policy(const std::string& forced, bool shmDisabled) const;
+  // The network transports: the entries that can join ranks on different hosts, most
+  // preferred first. What LOOM_NET / loomConfig_t.netName may name.
+  std::vector<std::string> networkTransports() const;
+  // `forced` ("" = any) names the one transport this rank must use (LOOM_TRANSPORT);
+  // `shmDisabled` drops shm (LOOM_SHM_DISABLE=1); `net` ("" = any) names the one network
+  // transport allowed (LOOM_NET, loomConfig_t.netName): the other network transports are
+  // dropped, on one host too, and the local ones stay. `forced` wins over `net`. Throws
+  // loomInvalidArgument for a name no entry has, or for a `net` that is not a network transport.
+  TransportPolicy policy(const std::string& forced, bool shmDisabled, const std::string& net = "") const;
   // The first entry both `a` and `b` allow that can connect them; -1 if there is none.
   int firstJoining(const Endpoint& a, const TransportPolicy& pa, const Endpoint& b, const TransportPolicy& pb) const;
   // The entry that joins `a` and `b`: firstJoining(), checked. Throws
