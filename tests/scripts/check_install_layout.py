@@ -8,6 +8,7 @@ Installs the build with --destdir into a temporary folder, then checks the stage
   <libexecdir>/loom     the perf tools: the nine Loom ones, their MPI and Gloo peers when
                         built, the perf/bounds tools
   <libdir>              libloom.so (and its soname link), libloom.a, pkgconfig/loom.pc
+  <libdir>/loom/nccl    libnccl-loom.so and its libnccl.so.2 link (and it loads on its own)
   <includedir>          loom.h
   <datadir>/doc/loom    LICENSE, README.md
 Then README's C program is built against the staged install (pkg-config with the prefix
@@ -94,6 +95,22 @@ def main():
         check({"libloom.so", "libloom.so.0", "libloom.a"} <= lib_files,
               f"libdir holds libloom.so, its soname link libloom.so.0 and libloom.a (has {sorted(lib_files)})")
         check(os.path.isfile(os.path.join(staged["libdir"], "pkgconfig", "loom.pc")), "libdir/pkgconfig/loom.pc")
+        # Loom's NCCL library: in a folder of its own, never beside the system's libraries, and
+        # it finds the staged libloom by itself (its rpath), so a program needs only that folder.
+        nccl_dir = os.path.join(staged["libdir"], "loom", "nccl")
+        nccl_files = listing(nccl_dir)
+        check(nccl_files == {"libnccl-loom.so", "libnccl.so.2"}
+              and os.readlink(os.path.join(nccl_dir, "libnccl.so.2")) == "libnccl-loom.so",
+              f"libdir/loom/nccl holds libnccl-loom.so and the libnccl.so.2 link to it (has {sorted(nccl_files)})")
+        check(not any(n.startswith("libnccl") for n in lib_files), "no libnccl beside the system's libraries")
+        if "libnccl.so.2" in nccl_files:
+            probe = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); v = ctypes.c_int(); "
+                     "lib.ncclGetVersion(ctypes.byref(v)); print(v.value)")
+            done = subprocess.run([sys.executable, "-c", probe, os.path.join(nccl_dir, "libnccl.so.2")],
+                                  env=readme_program.clean_env(), capture_output=True, text=True)
+            check(done.returncode == 0 and done.stdout.strip() == "22809",
+                  f"the staged libnccl.so.2 loads on its own and says ncclGetVersion 22809 "
+                  f"({done.stdout.strip() or done.stderr.strip()[-300:]})")
         check(os.path.isfile(os.path.join(staged["includedir"], "loom.h")), "includedir/loom.h")
         doc = listing(os.path.join(staged["datadir"], "doc", "loom"))
         check({"LICENSE", "README.md"} <= doc, f"datadir/doc/loom holds LICENSE and README.md (has {sorted(doc)})")
