@@ -2,7 +2,9 @@
 // Communicator lifecycle entry points.
 #include <unistd.h>
 
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -64,12 +66,19 @@ void rejectInGroup() {
 // Inside a group (NCCL's way of making several ranks from one thread): the handle exists at
 // once, in the state of a non-blocking init still running, and the group's end connects it
 // with the group's other inits (core/group_inits.h), blocking or not as its config says.
-loomComm_t deferGroupedInit(std::shared_ptr<Communicator> impl, bool blocking) {
+// `beforeConnect` runs at the group's end, first (rank 0's root of a ROOT_AT_INIT id, which a
+// group that never runs must not leave listening).
+loomComm_t deferGroupedInit(std::shared_ptr<Communicator> impl, bool blocking, std::function<void()> beforeConnect) {
   auto init = std::make_shared<api::PendingInit>();
+  init->queued = true;
   const loomComm_t handle = api::registerComm(impl, init);
   group::DeferredInit deferred;
   deferred.blocking = blocking;
-  deferred.connect = [impl] { impl->connect(); };
+  deferred.connect = [impl, init, beforeConnect] {
+    if (!init->start()) throwUsage("the communicator was destroyed or aborted before its group ended");
+    if (beforeConnect) beforeConnect();
+    impl->connect();
+  };
   deferred.finish = [init](loomResult_t code, const std::string& message) { init->finish(code, message); };
   try {
     group::deferInit(std::move(deferred));
@@ -111,7 +120,7 @@ loomComm_t startNonBlockingInit(std::shared_ptr<Communicator> impl) {
 using MakeComm = FunctionRef<std::unique_ptr<Communicator>(CommSettings settings, Communicator::Connect when)>;
 
 loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, int rank, const loomConfig_t* config,
-                      MakeComm make) {
+                      MakeComm make, std::function<void()> beforeConnect = nullptr) {
   bool pending = false;
   const loomResult_t result = api::guarded(function, [&] {
     if (comm == nullptr) throwArgument("comm is NULL");
@@ -121,9 +130,10 @@ loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, int ra
     CommSettings settings = resolveSettings(config);
     if (group::active()) {
       const bool blocking = settings.blocking;
-      *comm = deferGroupedInit(make(std::move(settings), Communicator::Connect::Later), blocking);
+      *comm = deferGroupedInit(make(std::move(settings), Communicator::Connect::Later), blocking, beforeConnect);
       return;
     }
+    if (beforeConnect) beforeConnect();
     if (settings.blocking) {
       *comm = wrap(make(std::move(settings), Communicator::Connect::Now));
       return;
@@ -149,10 +159,9 @@ void startRootOfRankZero(const loomUniqueId& id, int rank) {
 loomResult_t initRank(const char* function, loomComm_t* comm, int nranks, const loomUniqueId& id, int rank,
                       const loomConfig_t* config) {
   auto make = [&](CommSettings settings, Communicator::Connect when) {
-    startRootOfRankZero(id, rank);
     return std::make_unique<Communicator>(id, nranks, rank, std::move(settings), when);
   };
-  return initRank(function, comm, nranks, rank, config, make);
+  return initRank(function, comm, nranks, rank, config, make, [id, rank] { startRootOfRankZero(id, rank); });
 }
 
 // Takes the handle out of the table (one caller wins) and stops a non-blocking init still
@@ -162,6 +171,8 @@ api::CommEntry release(loomComm_t comm, bool abort) {
   api::checkedCommEntry(comm);
   std::optional<api::CommEntry> entry = api::unregisterComm(comm);
   if (!entry) throwArgument("comm is not a live communicator (destroyed, or never created)");
+  // An init still queued in its group is cancelled: nothing runs it until the group's end.
+  if (entry->init && entry->init->cancelQueued("destroyed or aborted before its group ended")) return *entry;
   const bool initRunning = entry->init && entry->init->state(nullptr) == loomInProgress;
   if (abort || initRunning) entry->impl->abort();
   if (entry->init && !entry->init->waitDone(entry->impl->settings().timeoutMs)) {
@@ -218,7 +229,9 @@ loomResult_t loomCommInitRankScalable(loomComm_t* newcomm, int nranks, int myran
     for (int i = 0; i < nId; ++i) decodeUniqueId(commIds[i]);  // every id well formed, before anything stops
     // Loom's one root serves every rank at a bounded cost each: all meet at commIds[0], and
     // the roots this process started for the other ids are stopped (their ports close).
-    for (int i = 1; i < nId; ++i) stopRootServer(commIds[i]);
+    for (int i = 1; i < nId; ++i) {
+      if (std::memcmp(&commIds[i], &commIds[0], sizeof(loomUniqueId)) != 0) stopRootServer(commIds[i]);
+    }
   });
   if (checked != loomSuccess) return checked;
   return initRank("loomCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);

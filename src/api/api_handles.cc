@@ -56,9 +56,30 @@ inline void checkProcess(pid_t creator, const char* what) {
 
 }  // namespace
 
+bool PendingInit::start() {
+  std::lock_guard lock(mutex);
+  if (done) return false;
+  queued = false;
+  return true;
+}
+
+bool PendingInit::cancelQueued(std::string text) {
+  {
+    std::lock_guard lock(mutex);
+    if (!queued || done) return false;
+    queued = false;
+    done = true;
+    code = loomInvalidUsage;
+    message = std::move(text);
+  }
+  finished.notify_all();
+  return true;
+}
+
 void PendingInit::finish(loomResult_t result, std::string text) {
   {
     std::lock_guard lock(mutex);
+    if (done) return;
     done = true;
     code = result;
     message = std::move(text);

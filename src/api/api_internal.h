@@ -51,7 +51,16 @@ struct PendingInit {
   loomResult_t code = loomSuccess;
   std::string message;
 
+  // A grouped init (deferGroupedInit) waits for its group's end before anything runs it.
+  bool queued = false;
+
+  // The first outcome stays: a later finish (of an init cancelled while queued) is ignored.
   void finish(loomResult_t result, std::string text);
+  // The group's end is about to connect it: false when it was cancelled first.
+  bool start();
+  // A destroy or abort before its group's end: finished now with `text`, so nothing waits for
+  // it; false when it is not queued (it runs, or ran).
+  bool cancelQueued(std::string text);
   // Waits until the init thread is done, at most timeoutMs; false if it is not.
   bool waitDone(int timeoutMs);
   // loomInProgress, loomSuccess, or the init's error (with its message).

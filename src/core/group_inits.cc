@@ -72,6 +72,8 @@ loomResult_t runDeferredInits(std::vector<DeferredInit>& inits, size_t otherCall
         }).detach();
       } catch (const std::system_error& error) {
         init.finish(loomSystemError, std::string("cannot start the init's thread: ") + error.what());
+      } catch (...) {
+        init.finish(loomSystemError, "out of memory starting the init's thread");
       }
     }
     return loomInProgress;

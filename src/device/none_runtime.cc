@@ -40,6 +40,10 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 void prefault(void* mapped, size_t length) {
 #ifdef MADV_POPULATE_WRITE
   if (madvise(mapped, length, MADV_POPULATE_WRITE) == 0) return;
+  // Out of memory: touching the pages would end in the OOM killer, not an error.
+  if (errno == ENOMEM || errno == EFAULT) {
+    throwSystem("faulting in " + std::to_string(length) + " bytes of host pages (madvise)");
+  }
 #endif
   auto* bytes = static_cast<volatile char*>(mapped);
   for (size_t offset = 0; offset < length; offset += pageBytes()) bytes[offset] = 0;
@@ -77,7 +81,12 @@ class NoneRuntime final : public DeviceRuntime {
       throwSystem("allocating " + std::to_string(bytes) + " bytes of host pages (mmap)", err);
     }
     if (length >= kHugePageBytes) (void)madvise(mapped, length, MADV_HUGEPAGE);  // advice only
-    prefault(mapped, length);
+    try {
+      prefault(mapped, length);
+    } catch (...) {
+      (void)munmap(mapped, length);
+      throw;
+    }
     return mapped;
   }
   void freeShareable(void* pointer, size_t bytes) override {

@@ -14,107 +14,125 @@ loomRedOp_t toLoom(ncclRedOp_t op) { return static_cast<loomRedOp_t>(op); }
 
 }  // namespace
 
-// A NULL stream's call completes before it returns (Loom's NULL stream is the calling thread).
-#define LOOM_NCCL_SETTLE(stream, function)                                               \
-  if (const ncclResult_t settled = settleStream(stream, function); settled != ncclSuccess) \
-  return settled
-
 LOOM_NCCL_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclAllReduce");
-  return forward(loomAllReduce(sendbuff, recvbuff, count, toLoom(datatype), toLoom(op), loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclAllReduce", loomAllReduce(sendbuff, recvbuff, count, toLoom(datatype), toLoom(op), loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclAllReduce)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclAllGather");
-  return forward(loomAllGather(sendbuff, recvbuff, sendcount, toLoom(datatype), loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclAllGather", loomAllGather(sendbuff, recvbuff, sendcount, toLoom(datatype), loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclAllGather)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                                 ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                                 cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclReduceScatter");
-  return forward(loomReduceScatter(sendbuff, recvbuff, recvcount, toLoom(datatype), toLoom(op),
+  LOOM_NCCL_CALL(stream, "ncclReduceScatter", loomReduceScatter(sendbuff, recvbuff, recvcount, toLoom(datatype), toLoom(op),
                                    loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclReduceScatter)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                             int root, ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclBroadcast");
-  return forward(loomBroadcast(sendbuff, recvbuff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclBroadcast", loomBroadcast(sendbuff, recvbuff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclBroadcast)
 
 // NCCL's legacy in-place broadcast: the same buffer is the root's source and everyone's target.
 LOOM_NCCL_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                         cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclBcast");
-  return forward(loomBroadcast(buff, buff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclBcast", loomBroadcast(buff, buff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclBcast)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclReduce");
-  return forward(loomReduce(sendbuff, recvbuff, count, toLoom(datatype), toLoom(op), root, loom::nccl::toLoom(comm),
+  LOOM_NCCL_CALL(stream, "ncclReduce", loomReduce(sendbuff, recvbuff, count, toLoom(datatype), toLoom(op), root, loom::nccl::toLoom(comm),
                             nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclReduce)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                            ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclAlltoAll");
-  return forward(loomAlltoAll(sendbuff, recvbuff, count, toLoom(datatype), loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclAlltoAll", loomAlltoAll(sendbuff, recvbuff, count, toLoom(datatype), loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclAlltoAll)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          int root, ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclGather");
-  return forward(loomGather(sendbuff, recvbuff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclGather", loomGather(sendbuff, recvbuff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclGather)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                           int root, ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclScatter");
-  return forward(loomScatter(sendbuff, recvbuff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclScatter", loomScatter(sendbuff, recvbuff, count, toLoom(datatype), root, loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclScatter)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                        ncclComm_t comm, cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclSend");
-  return forward(loomSend(sendbuff, count, toLoom(datatype), peer, loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclSend", loomSend(sendbuff, count, toLoom(datatype), peer, loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclSend)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                        cudaStream_t stream) {
-  LOOM_NCCL_SETTLE(stream, "ncclRecv");
-  return forward(loomRecv(recvbuff, count, toLoom(datatype), peer, loom::nccl::toLoom(comm), nullptr));
+  LOOM_NCCL_CALL(stream, "ncclRecv", loomRecv(recvbuff, count, toLoom(datatype), peer, loom::nccl::toLoom(comm), nullptr));
 }
 LOOM_NCCL_WEAK_ALIAS(ncclRecv)
 
-LOOM_NCCL_EXPORT ncclResult_t pncclGroupStart(void) { return forward(loomGroupStart()); }
+LOOM_NCCL_EXPORT ncclResult_t pncclGroupStart(void) {
+  const ncclResult_t started = forward(loomGroupStart());
+  if (started == ncclSuccess) ++groupDepth;
+  return started;
+}
 LOOM_NCCL_WEAK_ALIAS(ncclGroupStart)
 
-LOOM_NCCL_EXPORT ncclResult_t pncclGroupEnd(void) { return forward(loomGroupEnd()); }
+namespace {
+
+// The outermost group ends after this library refused one of its calls: as when Loom refuses
+// one, nothing of the group runs (Loom's group is ended without running) and End fails.
+ncclResult_t endRefusedGroup(const char* function) {
+  const ncclResult_t failure = groupFailure;
+  groupFailure = ncclSuccess;
+  float unused = 0;
+  (void)loomGroupSimulateEnd(&unused);
+  try {
+    return refuse(failure, function, "a call in the group failed, so none of its calls ran: " + lastRefusal());
+  } catch (...) {
+    return refuseOutOfMemory(function);
+  }
+}
+
+}  // namespace
+
+LOOM_NCCL_EXPORT ncclResult_t pncclGroupEnd(void) {
+  if (groupDepth == 0) return adoptLoomFailure(loomGroupEnd());  // Loom says there is no group
+  --groupDepth;
+  if (groupDepth == 0 && groupFailure != ncclSuccess) [[unlikely]] return endRefusedGroup("ncclGroupEnd");
+  return forward(loomGroupEnd());
+}
 LOOM_NCCL_WEAK_ALIAS(ncclGroupEnd)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  if (simInfo == nullptr) return refuse(ncclInvalidArgument, "ncclGroupSimulateEnd", "simInfo is NULL");
+  if (simInfo == nullptr) return pncclGroupEnd();  // as NCCL: a plain ncclGroupEnd
+  // The group ends first, whatever else is wrong, and without running anything.
+  if (groupDepth > 0) --groupDepth;
+  if (groupDepth == 0) groupFailure = ncclSuccess;
+  float estimate = -1.0f;
+  const loomResult_t ended = loomGroupSimulateEnd(&estimate);
   if (simInfo->magic != LOOM_NCCL_SIM_INFO_MAGIC) {
     return refuse(ncclInvalidArgument, "ncclGroupSimulateEnd",
-                  "ncclSimInfo_t has a bad magic: initialise it with NCCL_SIM_INFO_INITIALIZER");
+                  "ncclSimInfo_t has a bad magic: initialise it with NCCL_SIM_INFO_INITIALIZER (the group ended, "
+                  "none of its calls ran)");
   }
-  // Loom has no performance model to estimate a group with; the group ends (as NCCL's simulated
-  // one does, without running anything) and the caller is told so.
-  return forward(loomGroupSimulateEnd(&simInfo->estimatedTime));
+  // Loom has no performance model to estimate a group with: estimatedTime stays unknown (-1)
+  // and the result says so (ncclInvalidUsage, with Loom's message).
+  simInfo->estimatedTime = estimate;
+  return adoptLoomFailure(ended);
 }
 LOOM_NCCL_WEAK_ALIAS(ncclGroupSimulateEnd)
 

@@ -2,6 +2,7 @@
 // ncclConfig_t as Loom reads it, and cudaStream_t as Loom honours it.
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 
 #include "nccl/nccl_shim.h"
 
@@ -25,7 +26,7 @@ std::string hex(unsigned value) {
 
 }  // namespace
 
-ncclResult_t toLoomConfig(const ncclConfig_t* config, loomConfig_t* out, const char* function) {
+ncclResult_t toLoomConfig(const ncclConfig_t* config, loomConfig_t* out, const char* function) try {
   *out = LOOM_CONFIG_INITIALIZER;
   if (config->magic != LOOM_NCCL_CONFIG_MAGIC) {
     return refuse(ncclInvalidArgument, function,
@@ -54,19 +55,33 @@ ncclResult_t toLoomConfig(const ncclConfig_t* config, loomConfig_t* out, const c
   if (LOOM_NCCL_HAS(config, nChannelsPerNetPeer)) out->nChannelsPerNetPeer = config->nChannelsPerNetPeer;
   if (LOOM_NCCL_HAS(config, nvlinkCentricSched)) out->nvlinkCentricSched = config->nvlinkCentricSched;
   return ncclSuccess;
+} catch (...) {
+  return refuseOutOfMemory(function);  // a message could not be built
 }
 
-ncclResult_t settleStreamSlow(cudaStream_t stream, const char* function) {
-  if (loomDeviceStreamSynchronize(stream) == loomSuccess) return ncclSuccess;
-  char pointer[32];
-  std::snprintf(pointer, sizeof(pointer), "%p", static_cast<void*>(stream));
-  // Loom's message without Loom's function name in front: the caller called `function`.
-  std::string why = loomGetLastError(nullptr);
-  const std::string prefix = "loomDeviceStreamSynchronize: ";
-  if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
-  return refuse(ncclInvalidUsage, function,
-                std::string("cannot wait for stream ") + (stream == nullptr ? "0 (the legacy default stream)" : pointer) +
-                    ": " + why);
+StreamMode streamMode = StreamMode::Unknown;
+
+ncclResult_t settleStream(cudaStream_t stream, const char* function) {
+  try {
+    if (streamMode == StreamMode::Unknown) {
+      // The runtime is chosen once per process: the first call learns it for all (threads that
+      // race here all write the same value).
+      streamMode = std::strcmp(loomDeviceRuntime(), "cuda") == 0 ? StreamMode::Cuda : StreamMode::HostOnly;
+    }
+    if (stream == nullptr && streamMode == StreamMode::HostOnly) return ncclSuccess;
+    if (loomDeviceStreamSynchronize(stream) == loomSuccess) return ncclSuccess;
+    char pointer[32];
+    std::snprintf(pointer, sizeof(pointer), "%p", static_cast<void*>(stream));
+    // Loom's message without Loom's function name in front: the caller called `function`.
+    std::string why = loomGetLastError(nullptr);
+    const std::string prefix = "loomDeviceStreamSynchronize: ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    return refuse(ncclInvalidUsage, function,
+                  std::string("cannot wait for stream ") +
+                      (stream == nullptr ? "0 (the legacy default stream)" : pointer) + ": " + why);
+  } catch (...) {
+    return refuseOutOfMemory(function);
+  }
 }
 
 }  // namespace loom::nccl

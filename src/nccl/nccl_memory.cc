@@ -53,7 +53,7 @@ LOOM_NCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* h
 LOOM_NCCL_WEAK_ALIAS(ncclCommDeregister)
 
 LOOM_NCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-                                                     int winFlags) {
+                                                     int winFlags) try {
   if (win == nullptr) return refuse(ncclInvalidArgument, "ncclCommWindowRegister", "win is NULL");
   // NCCL_WIN_DEFAULT (0) and NCCL_WIN_COLL_SYMMETRIC (1) are the flags nccl.h 2.28 defines.
   if (winFlags != 0 && winFlags != 1) {
@@ -78,10 +78,12 @@ LOOM_NCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buf
   }
   *win = window;
   return ncclSuccess;
+} catch (...) {
+  return refuseOutOfMemory("ncclCommWindowRegister");  // a message or the table could not grow
 }
 LOOM_NCCL_WEAK_ALIAS(ncclCommWindowRegister)
 
-LOOM_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+LOOM_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) try {
   if (win == nullptr) return refuse(ncclInvalidArgument, "ncclCommWindowDeregister", "win is NULL");
   const std::lock_guard<std::mutex> lock(windows().mutex);
   if (windows().live.count(win) == 0) {
@@ -96,5 +98,7 @@ LOOM_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWin
     delete win;
   }
   return deregistered;
+} catch (...) {
+  return refuseOutOfMemory("ncclCommWindowDeregister");
 }
 LOOM_NCCL_WEAK_ALIAS(ncclCommWindowDeregister)

@@ -26,28 +26,51 @@ inline loomComm_t toLoom(ncclComm_t comm) { return reinterpret_cast<loomComm_t>(
 inline ncclComm_t toNccl(loomComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
 
 // A failure this library found itself (a config's magic, a stream without CUDA): recorded as
-// the thread's last error, "function: message", for ncclGetLastError, and returned.
-ncclResult_t refuse(ncclResult_t code, const char* function, const std::string& message);
+// the thread's last error, "function: message", for ncclGetLastError, and returned. Inside a
+// group it fails the group, as Loom's own failures do.
+ncclResult_t refuse(ncclResult_t code, const char* function, const std::string& message) noexcept;
+// Loom's failure, made this library's latest: for the slow paths that call Loom after a
+// refusal may have left the same text behind (ncclGetLastError compares Loom's text with what
+// it read at the last refusal, so a repeat of that exact text would otherwise look older).
+ncclResult_t adoptLoomFailure(loomResult_t result) noexcept;
+// When even the message cannot be built: ncclSystemError.
+ncclResult_t refuseOutOfMemory(const char* function) noexcept;
+// The last refusal's text ("function: message").
+const std::string& lastRefusal();
 
-// Loom's answer: the same value; a failure's message is then the one Loom recorded.
-void noteLoomFailure();
-inline ncclResult_t forward(loomResult_t result) {
-  if (result != loomSuccess && result != loomInProgress) [[unlikely]] noteLoomFailure();
-  return static_cast<ncclResult_t>(result);
-}
+// This thread's ncclGroupStart nesting, and the first refusal inside the open group.
+[[gnu::tls_model("initial-exec")]] extern thread_local int groupDepth;
+[[gnu::tls_model("initial-exec")]] extern thread_local ncclResult_t groupFailure;
+
+// Loom's answer, the same value. A failure's message is the one Loom recorded, unless this
+// library refused a call since (ncclGetLastError tells which came last).
+inline ncclResult_t forward(loomResult_t result) { return static_cast<ncclResult_t>(result); }
 
 // Under CUDA the call's stream (0: the legacy default stream) is synchronized first, so the call,
 // which completes before it returns, runs after the work queued on it: correct, though not yet
 // asynchronous. Without CUDA the NULL stream is the calling thread, and another is refused.
-ncclResult_t settleStreamSlow(cudaStream_t stream, const char* function);
-inline bool cudaRuntime() {
-  static const bool cuda = __builtin_strcmp(loomDeviceRuntime(), "cuda") == 0;  // chosen once per process
-  return cuda;
+ncclResult_t settleStream(cudaStream_t stream, const char* function);
+// Whether the process's device runtime is CUDA: unknown until the first call with the NULL
+// stream asks (a plain byte, so the hot path is two compares and no guard).
+enum class StreamMode : unsigned char { Unknown, HostOnly, Cuda };
+extern StreamMode streamMode;
+inline bool needsSettling(cudaStream_t stream) { return stream != nullptr || streamMode != StreamMode::HostOnly; }
+
+// The hot path of every call that takes a stream: with the NULL stream and no CUDA, the Loom
+// call itself, as a tail call (NCCL's layer then costs a few instructions); else the stream is
+// settled first, out of line.
+template <class Call>
+[[gnu::noinline, gnu::cold]] ncclResult_t settleThen(cudaStream_t stream, const char* function, Call call) {
+  if (const ncclResult_t settled = settleStream(stream, function); settled != ncclSuccess) return settled;
+  return forward(call());
 }
-inline ncclResult_t settleStream(cudaStream_t stream, const char* function) {
-  if (stream == nullptr && !cudaRuntime()) [[likely]] return ncclSuccess;
-  return settleStreamSlow(stream, function);
-}
+#define LOOM_NCCL_CALL(stream, function, ...)                                               \
+  do {                                                                                      \
+    if (::loom::nccl::needsSettling(stream)) [[unlikely]] {                                 \
+      return ::loom::nccl::settleThen(stream, function, [=] { return __VA_ARGS__; });      \
+    }                                                                                       \
+    return ::loom::nccl::forward(__VA_ARGS__);                                              \
+  } while (0)
 
 // An ncclConfig_t, read by its size (a program built against an older nccl.h passes a shorter
 // one), as the loomConfig_t Loom reads. Refuses a bad magic or a size no nccl.h ever had.

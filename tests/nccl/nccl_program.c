@@ -16,6 +16,7 @@
  *   commid    NCCL_COMM_ID=host:port is set: every rank calls ncclGetUniqueId itself (the id is
  *             just the address; no exchange), init, collectives; then a second communicator
  *             the same way, as a program that makes several in a row does.
+ *   extras    NRANKS 1: the calls beyond the collectives (nccl_extras.c), in one process
  *   badinput  NRANKS 2: calls that must fail, each with its code and a message naming the
  *             problem (nccl_bad_input.c). Wants LOOM_TIMEOUT_MS small (the runner sets it).
  * Environment: NCCL_PROGRAM_TIMEOUT_S bounds the whole run (default 90; past it the process
@@ -197,7 +198,7 @@ static void runCommId(int rank, int n) {
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    fprintf(stderr, "usage: %s all|commid|badinput RANK NRANKS DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s all|commid|badinput|extras RANK NRANKS DIR\n", argv[0]);
     return 2;
   }
   const char* mode = argv[1];
@@ -225,6 +226,8 @@ int main(int argc, char** argv) {
     runCommId(rank, n);
   } else if (strcmp(mode, "badinput") == 0) {
     runBadInput(rank, n, dir);
+  } else if (strcmp(mode, "extras") == 0) {
+    runExtras();
   } else {
     fprintf(stderr, "%s: unknown mode %s\n", argv[0], mode);
     return 2;

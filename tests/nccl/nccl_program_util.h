@@ -83,5 +83,6 @@ void runCollectives(ncclComm_t comm, const char* label);
 void checkAllReduce(ncclComm_t comm, const char* label, int blocking);
 /* nccl_bad_input.c: the bad-input mode (2 ranks). */
 void runBadInput(int rank, int nranks, const char* dir);
+void runExtras(void);
 
 #endif /* LOOM_TESTS_NCCL_PROGRAM_UTIL_H_ */

@@ -71,6 +71,7 @@ def runs(args):
                       [[group, "pair", mode, "{dir}"], [group, "rest", mode, "{dir}"]], {}, args.timeout))
     # Short timeouts: a stale id must fail within a few seconds, not after the default 10 min.
     every.append(("bad input", ranks("badinput", 2), {"LOOM_TIMEOUT_MS": "3000"}, args.timeout))
+    every.append(("extras", ranks("extras", 1), {"LOOM_TIMEOUT_MS": "3000"}, args.timeout))
     if args.only:
         wanted = [w.strip() for w in args.only.split(",")]
         every = [r for r in every if any(w in r[0] for w in wanted)]

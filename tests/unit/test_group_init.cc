@@ -215,6 +215,69 @@ TEST(GroupInit, RootAtInitStartsWithRankZero) {
   unsetenv("LOOM_COMM_SECRET");
 }
 
+// A destroy (or abort) of an init still queued in its group returns at once (it used to wait the
+// whole timeout for an init that only the group's end, on this thread, could run).
+TEST(GroupInit, DestroyOfAQueuedInitReturnsAtOnce) {
+  setenv("LOOM_TIMEOUT_MS", "20000", 1);
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
+  loomComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  ASSERT_EQ(loomCommInitRank(&comms[0], 2, id, 0), loomSuccess);
+  ASSERT_EQ(loomCommInitRank(&comms[1], 2, id, 1), loomSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(loomCommDestroy(comms[0]), loomSuccess);
+  EXPECT_EQ(loomCommAbort(comms[1]), loomSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(loomGroupEnd(), loomInvalidUsage);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("destroyed or aborted before its group ended"),
+            std::string::npos)
+      << loomGetLastError(nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  unsetenv("LOOM_TIMEOUT_MS");
+}
+
+// The same id twice: the root everyone meets at is not stopped as "another" id.
+TEST(GroupInit, ScalableWithARepeatedFirstId) {
+  loomUniqueId ids[2];
+  ASSERT_EQ(loomGetUniqueId(&ids[0]), loomSuccess);
+  ids[1] = ids[0];
+  loomComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  for (int rank = 0; rank < 2; ++rank) ASSERT_EQ(loomCommInitRankScalable(&comms[rank], 2, rank, 2, ids, nullptr), loomSuccess);
+  ASSERT_EQ(loomGroupEnd(), loomSuccess) << loomGetLastError(nullptr);
+  expectAllReduce({comms[0], comms[1]}, 2);
+  for (loomComm_t comm : comms) EXPECT_EQ(loomCommDestroy(comm), loomSuccess);
+}
+
+// A group that never runs leaves no root behind for a ROOT_AT_INIT id: rank 0 starts it at the
+// group's end, so a refused group (mixed modes) can be retried at once at the same address.
+TEST(GroupInit, RefusedGroupLeavesNoRootAtInit) {
+  const int port = loom::test::freePortBelowEphemeralRange();
+  setenv("LOOM_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+  setenv("LOOM_COMM_SECRET", "00112233445566778899aabbccddeeff", 1);
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueIdFlags(&id, LOOM_UNIQUE_ID_ROOT_AT_INIT), loomSuccess);
+  loomConfig_t blocking = configOf(1);
+  loomConfig_t nonBlocking = configOf(0);
+  loomComm_t refused[2] = {nullptr, nullptr};
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  ASSERT_EQ(loomCommInitRankConfig(&refused[0], 2, id, 0, &blocking), loomSuccess);
+  ASSERT_EQ(loomCommInitRankConfig(&refused[1], 2, id, 1, &nonBlocking), loomSuccess);
+  EXPECT_EQ(loomGroupEnd(), loomInvalidUsage);
+  EXPECT_FALSE(listening(port));
+  for (loomComm_t comm : refused) EXPECT_EQ(loomCommDestroy(comm), loomSuccess);
+  loomUniqueId again;
+  ASSERT_EQ(loomGetUniqueIdFlags(&again, LOOM_UNIQUE_ID_ROOT_AT_INIT), loomSuccess);
+  loomResult_t ended = loomInternalError;
+  const std::vector<loomComm_t> comms = initInGroup(again, 2, {0, 1}, 1, &ended);
+  ASSERT_EQ(ended, loomSuccess) << loomGetLastError(nullptr);
+  expectAllReduce(comms, 2);
+  destroyAll(comms);
+  unsetenv("LOOM_COMM_ID");
+  unsetenv("LOOM_COMM_SECRET");
+}
+
 TEST(GroupInit, SimulateEndRunsNothing) {
   loomComm_t comm = nullptr;
   ASSERT_EQ(loomCommInitAll(&comm, 1, nullptr), loomSuccess);
