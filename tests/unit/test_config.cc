@@ -21,6 +21,7 @@
 #include "base/net/socket.h"
 #include "core/settings.h"
 #include "loom.h"
+#include "tests/support/config_messages.h"
 #include "tests/support/test_env.h"
 #include "topology/paths.h"
 #include "transport/socket/fault_injection.h"
@@ -31,25 +32,6 @@ namespace {
 using config::Entry;
 using config::Knob;
 using config::Type;
-
-// The message a reader throws, or "" when it does not throw.
-template <typename Read>
-std::string errorOf(Read&& read) {
-  try {
-    read();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), loomInvalidArgument) << error.what();
-    return error.what();
-  }
-  return "";
-}
-
-// What a C API call left as the thread's last error, from the variable's name on: the part
-// the registry wrote, whatever the call put before it.
-std::string fromVariable(const std::string& message, const std::string& name) {
-  const size_t at = message.find(name + "=");
-  return at == std::string::npos ? "(no " + name + " in: " + message + ")" : message.substr(at);
-}
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path);

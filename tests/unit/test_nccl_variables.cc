@@ -18,6 +18,7 @@
 #include "base/net/socket.h"
 #include "core/settings.h"
 #include "loom.h"
+#include "tests/support/config_messages.h"
 #include "tests/support/test_env.h"
 
 namespace loom::test {
@@ -25,23 +26,6 @@ namespace {
 
 using config::Entry;
 using config::Knob;
-
-template <typename Body>
-std::string errorOf(Body&& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), loomInvalidArgument) << error.what();
-    return error.what();
-  }
-  return "";
-}
-
-// The last error from the variable's name on (the API puts the function's name in front).
-std::string fromVariable(const std::string& message, const std::string& name) {
-  const size_t at = message.find(name + "=");
-  return at == std::string::npos ? "(no " + name + " in: " + message + ")" : message.substr(at);
-}
 
 void honour() { ASSERT_EQ(loomHonourNcclVariables(), loomSuccess); }
 

@@ -15,6 +15,7 @@
 #include "base/net/socket.h"
 #include "core/settings.h"
 #include "loom.h"
+#include "tests/support/config_messages.h"
 #include "tests/support/test_env.h"
 #include "transport/registry/registry.h"
 
@@ -22,18 +23,6 @@ namespace loom::test {
 namespace {
 
 using config::Knob;
-
-// The message `body` throws (loomInvalidArgument), or "" when it does not throw.
-template <typename Body>
-std::string errorOf(Body&& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), loomInvalidArgument) << error.what();
-    return error.what();
-  }
-  return "";
-}
 
 // ---- NCCL_* variables without loomHonourNcclVariables -----------------------------------------
 
