@@ -7,7 +7,7 @@
 //   - a registration is checked as a call checks its buffers (device, mapped range), its handle
 //     works with its own communicator only and once, and destroy drops what is left;
 //   - loomCommDevice gives each communicator the device it is bound to.
-// tests/device/test_device_memory_none.cc is the same without a device runtime.
+// tests/device/test_device_none.cc does the same without a device runtime.
 #include <gtest/gtest.h>
 
 #include <cstdint>
