@@ -126,8 +126,20 @@ class Run {
     } catch (const ExplainedError& error) {
       throw Error(error.code(), prefix() + error.what());
     } catch (const Error& error) {
-      throw Error(error.code(), prefix() + error.what() + deathBehind(peer));
+      throw Error(error.code(), prefix() + error.what() + deathBehind(peer) + hostOf(peer));
     }
+  }
+
+  // "; rank 2 runs on host b7" for a peer on another host, "" otherwise.
+  std::string hostOf(int peer) const {
+    const std::string where = onHost(peer);
+    return where.empty() ? where : "; rank " + std::to_string(peer) + " runs" + where;
+  }
+  // " on host b7" for a peer on another host, "" otherwise.
+  std::string onHost(int peer) const {
+    const std::vector<std::string>* hosts = context_.peerHosts;
+    if (hosts == nullptr || peer < 0 || peer >= static_cast<int>(hosts->size()) || (*hosts)[peer].empty()) return "";
+    return " on host " + (*hosts)[peer];
   }
 
   void run() {
@@ -422,6 +434,7 @@ class Run {
     }
     checkPeersAlive(now);
     if (now - idleSince_ > std::chrono::milliseconds(context_.timeoutMs)) {
+      if (awaitsOnlyThisHost()) throwReportArrivingWithin(std::chrono::milliseconds(std::min(context_.timeoutMs / 10, 500)));
       throw Error(loomSystemError, "rank " + std::to_string(context_.rank) + ": " +
                                        context_.operation() + " timed out: no progress for " +
                                        std::to_string(context_.timeoutMs) + " ms " + waitingOn());
@@ -429,14 +442,43 @@ class Run {
     return now;
   }
 
+  // A stall across hosts (a link gone down) stops a whole ring at once: the ranks that wait on
+  // a peer of another host time out knowing that host, and their neighbours inside the host,
+  // which wait only on them, time out a few milliseconds apart knowing nothing of it. Those
+  // give the report of the rank they wait on (it names the lost host) a moment to arrive.
+  bool awaitsOnlyThisHost() const {
+    if (context_.peerHosts == nullptr) return false;
+    for (const auto& [peer, lanes] : lanes_) {
+      const bool awaited = lanes.send.active >= 0 || !lanes.send.pending.empty() || lanes.recv.active >= 0 ||
+                           !lanes.recv.pending.empty();
+      if (awaited && !(*context_.peerHosts)[peer].empty()) return false;
+    }
+    return true;
+  }
+  void throwReportArrivingWithin(std::chrono::milliseconds grace) {
+    const auto giveUp = Clock::now() + grace;
+    do {
+      for (auto& [peer, lanes] : lanes_) {
+        try {
+          lanes.connection->throwPeerReport();
+        } catch (const ExplainedError& report) {
+          throw Error(report.code(), prefix() + report.what());
+        } catch (const Error&) {
+          // That connection is broken: no report will come on it.
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } while (Clock::now() < giveUp);
+  }
+
   std::string waitingOn() const {
     std::string text = awaitingDevice_ ? "waiting on the input's copy from the device," : "waiting on";
     for (const auto& [peer, lanes] : lanes_) {
       if (lanes.send.active >= 0 || !lanes.send.pending.empty()) {
-        text += " send to rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
+        text += " send to rank " + std::to_string(peer) + onHost(peer) + " (" + lanes.connection->kind() + ")";
       }
       if (lanes.recv.active >= 0 || !lanes.recv.pending.empty()) {
-        text += " recv from rank " + std::to_string(peer) + " (" + lanes.connection->kind() + ")";
+        text += " recv from rank " + std::to_string(peer) + onHost(peer) + " (" + lanes.connection->kind() + ")";
       }
     }
     return text;

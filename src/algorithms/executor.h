@@ -53,6 +53,9 @@ struct ExecutionContext {
   // see checkablePeerPids). All of them, not only this rank's neighbours: a rank further round
   // the ring than the dead one's neighbours would otherwise wait for its timeout.
   const std::vector<pid_t>* peerPids = nullptr;
+  // By rank, the name of the host a rank on another host runs on ("" on this host): errors
+  // about a peer across the network say where it was, so a lost host is named.
+  const std::vector<std::string>* peerHosts = nullptr;
   // Names the call in errors ("allreduce #12 (1024 x float32, ...)"); called only on the way to
   // an error or a trace line, so the common path builds no string. It refers to a callable of
   // the caller's, which outlives the execution.

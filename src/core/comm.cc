@@ -333,6 +333,7 @@ void Communicator::fillContext(algo::ExecutionContext& context, FunctionRef<std:
   context.timeoutMs = settings_.timeoutMs;
   context.abortFlag = errors_.callStopFlag();
   context.peerPids = &links_->peerPids();
+  context.peerHosts = &links_->peerHosts();
   context.operation = operation;
   context.checkCalls = settings_.checkLevel >= 1;
   context.streamCopies = messageBytes >= settings_.streamCopyBytes;

@@ -43,6 +43,8 @@ class Connector {
   const std::vector<int>& ringOrder() const { return ringOrder_; }
   // More ranks of this communicator on this host than cores to run them: waits should not spin.
   bool oversubscribed() const { return oversubscribed_; }
+  // By rank: the host name of a rank on another host, "" for this host's ranks.
+  const std::vector<std::string>& peerHosts() const { return peerHosts_; }
   // Null unless every rank shares this host and the direct engine applies.
   algo::DirectEngine* direct() const { return direct_.get(); }
   // After a failed call: every transport tells its peers why, so they fail at once.
@@ -55,6 +57,7 @@ class Connector {
   struct PeerInfo;
   struct Facts;  // what the choice of transports works from, for every rank
   void connect(Bootstrap& bootstrap, const Facts& facts, CommSettings& settings, const std::string& commName);
+  void separateHostsThatCannotShareMemory(std::vector<PeerInfo>& peers, const std::string& commName) const;
   void setUpDirect(Bootstrap& bootstrap, const Facts& facts, const std::vector<PeerInfo>& peers,
                    const CommSettings& settings, const std::string& commName, const std::atomic<bool>* callStop);
 
@@ -63,6 +66,7 @@ class Connector {
   std::vector<transport::Connection*> connections_;
   std::vector<pid_t> peerPids_;
   std::vector<int> ringOrder_;
+  std::vector<std::string> peerHosts_;
   bool oversubscribed_ = false;
   std::unique_ptr<algo::DirectEngine> direct_;
 };
