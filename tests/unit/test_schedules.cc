@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "algorithms/schedule.h"
+#include "base/error.h"
 #include "tools/sim/simulator.h"
 
 namespace loom::algo {
@@ -90,6 +91,166 @@ TEST(Schedules, EveryCollectiveIsExactInAnyRingOrder) {
       }
     }
   }
+}
+
+// The sets the simulators keep, on both sides of one word: inline (up to 64 ranks) and on the
+// heap, copied and moved between the two (under ASan in CI), the flag apart from the ranks.
+TEST(RankSets, HoldAnyNumberOfRanks) {
+  for (int n : {1, 63, 64, 65, 130, 512}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    RankSet set(n);
+    EXPECT_TRUE(set.empty());
+    for (int r = n - 1; r >= 0; r -= 3) set.set(r);
+    EXPECT_EQ(set.count(), (n + 2) / 3);
+    EXPECT_TRUE(set.test(n - 1));
+    EXPECT_FALSE(set.test(n));  // outside the room: not a member, not an error
+    EXPECT_THROW(RankSet(n).set(static_cast<int>(64 * RankSet(n).words())), Error);
+    RankSet everyone = RankSet::all(n);
+    EXPECT_EQ(everyone.count(), n);
+    EXPECT_EQ(everyone.firstAbsent(n), -1);
+    EXPECT_TRUE(everyone.intersects(set));
+    RankSet rest(n);
+    for (int r = 0; r < n; ++r) {
+      if (!set.test(r)) rest.set(r);
+    }
+    EXPECT_FALSE(rest.intersects(set));
+    RankSet joined = rest;  // a copy
+    joined |= set;
+    EXPECT_EQ(joined, everyone);
+    joined.setDivided();
+    EXPECT_FALSE(joined == everyone);  // the flag is part of the value, not a rank
+    EXPECT_EQ(joined.count(), n);
+    RankSet moved = std::move(joined);
+    EXPECT_TRUE(moved.divided());
+    EXPECT_EQ(RankSet::of(n, n - 1).describe(), "{" + std::to_string(n - 1) + "}");
+    EXPECT_EQ(moved.describe(), (n > 1 ? "{0-" + std::to_string(n - 1) : std::string("{0")) + "} divided");
+    moved = RankSet();  // heap to inline and back
+    EXPECT_TRUE(moved.empty());
+    moved = set;
+    EXPECT_EQ(moved, set);
+    // A set of a small room joined with one of a larger room grows; equality ignores room.
+    RankSet small = RankSet::of(1, 0);
+    small |= RankSet::of(n, n - 1);
+    EXPECT_EQ(small.count(), n > 1 ? 2 : 1);
+    EXPECT_EQ(small.firstAbsent(n), n > 1 ? 1 : -1);
+
+    RankSets sets(n, 5);
+    for (int i = 0; i < 5; ++i) sets.set(static_cast<size_t>(i), i * 37 % n);
+    sets.setDivided(4);
+    sets.copy(1, sets, 0, 4);  // overlapping, as memmove
+    EXPECT_TRUE(sets.equals(1, RankSet::of(n, 0)));
+    EXPECT_FALSE(sets.divided(4));  // set 3's flag came along with its ranks
+    EXPECT_TRUE(sets.equals(4, RankSet::of(n, 111 % n)));
+    EXPECT_EQ(sets.get(3), RankSet::of(n, 74 % n));
+    EXPECT_TRUE(sets.intersects(0, sets, 1));
+    sets.unite(0, sets, 2);
+    EXPECT_EQ(sets.get(0).count(), 37 % n == 0 ? 1 : 2);
+  }
+}
+
+// --- Past 64 ranks: the simulator holds sets of any number of ranks (tools/sim/rank_set.h). ---
+// 63, 64 and 65 ranks sit around the edge of one 64-bit word of ranks, 130 spans three words
+// and 512 is 64 hosts of 8. Every rank holds a set of n ranks per element, so counts stay small:
+// all-gather's and reduce-scatter's buffers are n blocks of `count` (1 or 2 elements a block),
+// the others' `count` elements (n: one a block, 2n + 3: uneven blocks), pieces of 16 elements.
+
+bool blockPerRank(Collective collective) {
+  return collective == Collective::AllGather || collective == Collective::ReduceScatter;
+}
+
+CollectiveShape wideShape(Collective collective, int n, size_t count, int root, bool average, bool deterministic) {
+  CollectiveShape shape;
+  shape.collective = collective;
+  shape.nranks = n;
+  shape.count = count;
+  shape.root = root;
+  shape.average = average;
+  shape.deterministic = deterministic;
+  shape.pieceBytes = 8 * 16;
+  return shape;
+}
+
+// Every collective in and out of place, avg and not, the first and last rank as root; both
+// counts of each collective, or only the larger one (`bothCounts` false: fewer shapes).
+void checkEveryCollectiveAt(int n, bool bothCounts) {
+  for (Collective collective : kCollectives) {
+    const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+    const size_t un = static_cast<size_t>(n);
+    std::vector<size_t> counts = blockPerRank(collective) ? std::vector<size_t>{1, 2}
+                                                          : std::vector<size_t>{un, 2 * un + 3};
+    if (!bothCounts) counts.erase(counts.begin());
+    for (size_t count : counts) {
+      for (bool inPlace : {false, true}) {
+        for (bool average : {false, true}) {
+          if (average && !hasOp(collective)) continue;
+          for (int root : rooted ? std::vector<int>{0, n - 1} : std::vector<int>{0}) {
+            checkShape(wideShape(collective, n, count, root, average, false), inPlace);
+            if (::testing::Test::HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedules, EveryCollectiveIsExactAroundSixtyFourRanks) {
+  for (int n : {63, 64, 65}) {
+    checkEveryCollectiveAt(n, true);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(Schedules, EveryCollectiveIsExactAtOneHundredThirtyRanks) { checkEveryCollectiveAt(130, false); }
+
+// Deterministic mode gathers every rank's whole input on every rank (n^2 x the input in
+// all): 3 elements, or reduce-scatter's 1 a rank (n in all), in and out of place around 64
+// ranks; all-reduce and reduce once each at 130.
+TEST(Schedules, DeterministicReductionsAreExactPastSixtyFourRanks) {
+  for (int n : {63, 64, 65, 130}) {
+    for (Collective collective : {Collective::AllReduce, Collective::ReduceScatter, Collective::Reduce}) {
+      for (bool inPlace : {false, true}) {
+        if (n > 65 && (inPlace || collective == Collective::ReduceScatter)) continue;
+        const size_t count = collective == Collective::ReduceScatter ? 1 : 3;
+        checkShape(wideShape(collective, n, count, n - 1, /*average=*/!inPlace, true), inPlace);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+// The check looks at every word: rank 64 missing from one element of 65 ranks' all-reduce.
+TEST(Schedules, VerificationSeesRanksPastTheFirstWord) {
+  const CollectiveShape shape = wideShape(Collective::AllReduce, 65, 65, 0, true, false);
+  SimulationOutput output = simulate(shape, false);
+  ASSERT_EQ(verifySymbolic(shape, false, output), "");
+  output.recv[3].bits(7)[1] &= ~uint64_t{1};  // rank 64: word 1, bit 0
+  EXPECT_EQ(verifySymbolic(shape, false, output),
+            "allreduce n=65 count=65 root=0 out-of-place: rank 3 element 7 is {0-63} divided, expected {0-64} divided");
+}
+
+// 512 ranks, one test per collective (each a few hundred ms in a release build: building 512
+// schedules of ~4n steps is most of it).
+constexpr int kWide = 512;
+
+TEST(Schedules, AllReduceIsExactAtFiveHundredTwelveRanks) {
+  checkShape(wideShape(Collective::AllReduce, kWide, kWide, 0, true, false), false);
+}
+
+TEST(Schedules, AllGatherIsExactAtFiveHundredTwelveRanks) {
+  checkShape(wideShape(Collective::AllGather, kWide, 1, 0, false, false), true);
+}
+
+TEST(Schedules, ReduceScatterIsExactAtFiveHundredTwelveRanks) {
+  checkShape(wideShape(Collective::ReduceScatter, kWide, 1, 0, true, false), false);
+}
+
+TEST(Schedules, BroadcastAndReduceAreExactAtFiveHundredTwelveRanks) {
+  checkShape(wideShape(Collective::Broadcast, kWide, kWide, kWide - 1, false, false), false);
+  checkShape(wideShape(Collective::Reduce, kWide, kWide, kWide / 2, true, false), true);
+}
+
+TEST(Schedules, DeterministicAllReduceIsExactAtFiveHundredTwelveRanks) {
+  checkShape(wideShape(Collective::AllReduce, kWide, 1, 0, true, true), false);
 }
 
 TEST(Schedules, RingInRingOrderTalksOnlyToRingNeighbours) {

@@ -65,6 +65,30 @@ TEST(PeerBatches, EveryRankSendingToAllBeforeReceivingCompletes) {
   }
 }
 
+// Past 64 ranks (tools/sim/rank_set.h): 64 and 65 at the edge of one 64-bit word of ranks, 200
+// well past it, where every rank sends to all before receiving (n^2 messages); random batches
+// up to 130.
+TEST(PeerBatches, EveryRankSendingToAllCompletesPastSixtyFourRanks) {
+  for (int n : {64, 65, 200}) {
+    const BatchProgram batch = allPairsBatch(n, 3);
+    MovementResult result;
+    ASSERT_EQ(proveBatch(batch, &result), "") << "n=" << n;
+    EXPECT_EQ(result.messages, static_cast<size_t>(n) * static_cast<size_t>(n - 1)) << "n=" << n;
+    EXPECT_EQ(result.bytes, result.messages * 3) << "n=" << n;
+  }
+}
+
+TEST(PeerBatches, RandomBatchesDeliverEveryMessagePastSixtyFourRanks) {
+  for (int n : {64, 65, 130}) {
+    const BatchProgram batch = randomBatch(n, 100 + static_cast<uint64_t>(n));
+    MovementResult result;
+    ASSERT_EQ(proveBatch(batch, &result), "") << "n=" << n;
+    size_t bytes = 0;
+    EXPECT_EQ(result.messages, crossRankMessages(batch, &bytes)) << "n=" << n;
+    EXPECT_EQ(result.bytes, bytes) << "n=" << n;
+  }
+}
+
 // Both ranks receive before they send, in issue order: the lanes run at once, so no deadlock.
 TEST(PeerBatches, ReceivingFirstOnBothSidesCompletes) {
   BatchProgram batch(2);

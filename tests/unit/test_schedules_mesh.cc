@@ -162,6 +162,61 @@ TEST(MeshSchedules, BarrierHoldsEveryRankUntilAllHaveStarted) {
   }
 }
 
+// --- Past 64 ranks: the simulator follows causality as sets of any number of ranks
+// (tools/sim/rank_set.h). 64 and 65 sit at the edge of one 64-bit word, 200 and 300 well past
+// it. Small counts: every rank's arena is labelled byte by byte, and all-to-all's n^2 messages
+// stop at 200 ranks (CI runs these under ASan too). ---
+
+constexpr int kWideRanks[] = {64, 65, 200};
+
+TEST(MeshSchedules, AllToAllIsExactPastSixtyFourRanks) {
+  for (int n : kWideRanks) {
+    for (size_t count : {size_t{1}, size_t{3}}) {
+      if (n > 65 && count > 1) continue;
+      const MovementCase movement = movementCase(Collective::AllToAll, n, count);
+      MovementResult result;
+      ASSERT_EQ(proveMovement(movement, &result), "") << label(movement);
+      EXPECT_EQ(result.messages, static_cast<size_t>(n) * static_cast<size_t>(n - 1)) << label(movement);
+    }
+  }
+}
+
+TEST(MeshSchedules, AllToAllvIsExactPastSixtyFourRanks) {
+  for (int n : kWideRanks) {
+    const std::vector<VectorLayout> layouts = randomLayouts(n, 4242 + static_cast<uint64_t>(n), 2);
+    MovementCase movement = movementCase(Collective::AllToAllv, n, 0, 0, false, 2);
+    movement.layouts = &layouts;
+    ASSERT_EQ(proveMovement(movement), "") << label(movement);
+  }
+}
+
+TEST(MeshSchedules, GatherAndScatterAreExactPastSixtyFourRanks) {
+  for (int n : {64, 65, 300}) {
+    for (Collective collective : {Collective::Gather, Collective::Scatter}) {
+      for (int root : {0, n - 1}) {
+        for (bool inPlace : {false, true}) {
+          const MovementCase movement = movementCase(collective, n, 5, root, inPlace);
+          MovementResult result;
+          ASSERT_EQ(proveMovement(movement, &result), "") << label(movement);
+          EXPECT_EQ(result.messages, static_cast<size_t>(n - 1)) << label(movement);
+        }
+      }
+    }
+  }
+}
+
+// Around each power of two the barrier gains a round; every rank hears from all n.
+TEST(MeshSchedules, BarrierHoldsEveryRankPastSixtyFourRanks) {
+  for (int n : {64, 65, 127, 128, 129, 300, 512}) {
+    MovementResult result;
+    ASSERT_EQ(proveMovement(movementCase(Collective::Barrier, n, 0), &result), "") << "n=" << n;
+    int rounds = 0;
+    while ((1 << rounds) < n) ++rounds;
+    EXPECT_EQ(result.messages, static_cast<size_t>(n * rounds)) << "n=" << n;
+    for (int r = 0; r < n; ++r) ASSERT_EQ(result.heardFrom[r].count(), n) << "n=" << n << " rank " << r;
+  }
+}
+
 // --- The checks have teeth: broken schedules are caught. ---
 
 std::string simulationError(const std::vector<RankProgram>& programs) {
@@ -259,6 +314,23 @@ TEST(MovementSimulator, CatchesABarrierMissingItsLastRound) {
     const std::string wrong = verifyBarrier(simulateMovement(problem.programs));
     EXPECT_NE(wrong.find("can finish before rank"), std::string::npos) << "n=" << n << ": " << wrong;
   }
+}
+
+// Without its last round (distance 128) a barrier of 130 leaves each rank r deaf to r+1 and
+// r+2: rank 100 to ranks 101 and 102, past the first 64-bit word of ranks.
+TEST(MovementSimulator, CatchesABarrierMissingItsLastRoundPastSixtyFourRanks) {
+  MovementProblem problem = movementProblem(movementCase(Collective::Barrier, 130, 0));
+  for (RankProgram& program : problem.programs) program.schedule.steps.resize(program.schedule.steps.size() - 2);
+  const MovementResult result = simulateMovement(problem.programs);
+  EXPECT_EQ(verifyBarrier(result),
+            "barrier of 130 ranks: rank 0 can finish before rank 1 has started (it hears from 128 ranks)");
+  const RankSet& heard = result.heardFrom[100];
+  EXPECT_EQ(heard.count(), 128);
+  EXPECT_FALSE(heard.test(101));
+  EXPECT_FALSE(heard.test(102));
+  EXPECT_TRUE(heard.test(103));
+  EXPECT_TRUE(heard.test(129));
+  EXPECT_EQ(heard.firstAbsent(130), 101);
 }
 
 // The barrier as first written: each round's receive waited for nothing, so a round's send

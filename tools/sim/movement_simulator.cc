@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "movement_simulator.h"
 
-#include <deque>
+#include <algorithm>
 
 #include "base/error.h"
 
@@ -23,15 +23,20 @@ struct Access {
   size_t readAt = 0, readBytes = 0, writeAt = 0, writeBytes = 0;
 };
 
-bool overlap(size_t a, size_t aBytes, size_t b, size_t bBytes) {
-  return aBytes > 0 && bBytes > 0 && a < b + bBytes && b < a + aBytes;
-}
+// One lane's steps in order, taken from the front. A rank has two lanes per peer (2n in all),
+// most of them empty past a few ranks: an empty one allocates nothing (a deque would).
+struct Lane {
+  std::vector<int> steps;
+  size_t next = 0;
+  bool empty() const { return next == steps.size(); }
+  int front() const { return steps[next]; }
+  void popFront() { ++next; }
+};
 
 class MovementRun {
  public:
   explicit MovementRun(const std::vector<RankProgram>& programs)
       : programs_(programs), n_(static_cast<int>(programs.size())), ranks_(programs.size()) {
-    if (n_ > 64) throwInternal("movement simulator: at most 64 ranks");
     for (int r = 0; r < n_; ++r) prepare(r);
     for (int r = 0; r < n_; ++r) checkUnorderedAccesses(r);
   }
@@ -49,9 +54,9 @@ class MovementRun {
     MovementResult result;
     for (int r = 0; r < n_; ++r) {
       RankState& state = ranks_[r];
-      uint64_t heard = bit(r);
-      for (uint64_t known : state.causal) heard |= known;
-      result.heardFrom.push_back(heard);
+      RankSet heard = RankSet::of(n_, r);
+      for (const RankSet& known : state.causal) heard |= known;
+      result.heardFrom.push_back(std::move(heard));
       result.memory.push_back(std::move(state.memory));
       result.writes.push_back(std::move(state.writes));
     }
@@ -67,13 +72,11 @@ class MovementRun {
     std::vector<Access> access;
     std::vector<int> lanePredecessor;  // the previous step of the same lane, or -1
     std::vector<bool> done;
-    std::vector<uint64_t> causal;  // per step: ranks whose start happened before it completed
-    std::vector<std::deque<int>> sendLanes, recvLanes;  // by peer
+    std::vector<RankSet> causal;  // per step: ranks whose start happened before it completed
+    std::vector<Lane> sendLanes, recvLanes;  // by peer
     std::vector<int> local;
     size_t remaining = 0;
   };
-
-  static uint64_t bit(int rank) { return uint64_t{1} << rank; }
 
   [[noreturn]] void fail(int rank, int index, const std::string& what) const {
     const Step& step = programs_[rank].schedule.steps[index];
@@ -113,7 +116,7 @@ class MovementRun {
     state.access.resize(steps.size());
     state.lanePredecessor.assign(steps.size(), -1);
     state.done.assign(steps.size(), false);
-    state.causal.assign(steps.size(), 0);
+    state.causal.assign(steps.size(), RankSet(n_));
     state.sendLanes.resize(n_);
     state.recvLanes.resize(n_);
     state.remaining = steps.size();
@@ -134,7 +137,7 @@ class MovementRun {
             access.writeAt = locate(r, index, step.dst, true);
             access.writeBytes = step.dst.bytes;
           }
-          std::deque<int>& lane = (send ? state.sendLanes : state.recvLanes)[step.peer];
+          std::vector<int>& lane = (send ? state.sendLanes : state.recvLanes)[step.peer].steps;
           if (!lane.empty()) state.lanePredecessor[i] = lane.back();
           lane.push_back(index);
           break;
@@ -155,7 +158,10 @@ class MovementRun {
 
   // Steps with no chain of dependencies or lane order between them may run at once in the
   // executor (lanes progress together, local steps run between passes), so neither may write
-  // a byte the other reads or writes.
+  // a byte the other reads or writes. Only steps whose reaches overlap can clash: a sweep over
+  // the reaches in order of their first byte finds those pairs, so a rank's s steps cost
+  // O(s log s) plus the overlapping pairs rather than s^2 (all-to-all at hundreds of ranks).
+  // The clash reported is the first in step order, as a scan of every pair would find it.
   void checkUnorderedAccesses(int r) const {
     const RankState& state = ranks_[r];
     const std::vector<Step>& steps = programs_[r].schedule.steps;
@@ -172,18 +178,38 @@ class MovementRun {
         row(i)[p / 64] |= uint64_t{1} << (p % 64);
       }
     }
-    for (size_t j = 0; j < count; ++j) {
-      const Access& b = state.access[j];
-      for (size_t i = 0; i < j; ++i) {
-        if (row(j)[i / 64] >> (i % 64) & 1) continue;
-        const Access& a = state.access[i];
-        if (overlap(a.writeAt, a.writeBytes, b.writeAt, b.writeBytes) ||
-            overlap(a.writeAt, a.writeBytes, b.readAt, b.readBytes) ||
-            overlap(a.readAt, a.readBytes, b.writeAt, b.writeBytes)) {
-          fail(r, static_cast<int>(j), "may run at the same time as step " + std::to_string(i) + " (" +
-                                           describe(steps[i]) + ") and touches the same bytes");
+    struct Reach {
+      size_t at, end;  // arena bytes [at, end)
+      size_t step;
+      bool write;
+    };
+    std::vector<Reach> reaches;
+    for (size_t i = 0; i < count; ++i) {
+      const Access& access = state.access[i];
+      if (access.readBytes > 0) reaches.push_back(Reach{access.readAt, access.readAt + access.readBytes, i, false});
+      if (access.writeBytes > 0) reaches.push_back(Reach{access.writeAt, access.writeAt + access.writeBytes, i, true});
+    }
+    std::sort(reaches.begin(), reaches.end(), [](const Reach& a, const Reach& b) { return a.at < b.at; });
+    size_t firstLater = count, firstEarlier = count;  // the clash (j, i), i < j, least in step order
+    std::vector<size_t> open;                         // reaches that may overlap the next one
+    for (size_t k = 0; k < reaches.size(); ++k) {
+      const Reach& b = reaches[k];
+      std::erase_if(open, [&](size_t o) { return reaches[o].end <= b.at; });
+      for (size_t o : open) {
+        const Reach& a = reaches[o];
+        if (a.step == b.step || (!a.write && !b.write)) continue;
+        const size_t j = std::max(a.step, b.step), i = std::min(a.step, b.step);
+        if (row(j)[i / 64] >> (i % 64) & 1) continue;  // ordered: i finishes before j starts
+        if (j < firstLater || (j == firstLater && i < firstEarlier)) {
+          firstLater = j;
+          firstEarlier = i;
         }
       }
+      open.push_back(k);
+    }
+    if (firstLater < count) {
+      fail(r, static_cast<int>(firstLater), "may run at the same time as step " + std::to_string(firstEarlier) +
+                                                " (" + describe(steps[firstEarlier]) + ") and touches the same bytes");
     }
   }
 
@@ -194,20 +220,20 @@ class MovementRun {
   }
 
   // What the step knows when it starts: this rank's start, and all its predecessors knew.
-  uint64_t knownAtStart(int r, int index) const {
+  RankSet knownAtStart(int r, int index) const {
     const Step& step = programs_[r].schedule.steps[index];
     const RankState& state = ranks_[r];
-    uint64_t known = bit(r);
+    RankSet known = RankSet::of(n_, r);
     for (int predecessor : {step.dependsOn, step.alsoDependsOn, state.lanePredecessor[index]}) {
       if (predecessor >= 0) known |= state.causal[predecessor];
     }
     return known;
   }
 
-  void complete(int r, int index, uint64_t known) {
+  void complete(int r, int index, RankSet known) {
     RankState& state = ranks_[r];
     state.done[index] = true;
-    state.causal[index] = known;
+    state.causal[index] = std::move(known);
     --state.remaining;
   }
 
@@ -243,8 +269,8 @@ class MovementRun {
     if (from == to) return false;
     RankState& sender = ranks_[from];
     RankState& receiver = ranks_[to];
-    std::deque<int>& sends = sender.sendLanes[to];
-    std::deque<int>& recvs = receiver.recvLanes[from];
+    Lane& sends = sender.sendLanes[to];
+    Lane& recvs = receiver.recvLanes[from];
     bool moved = false;
     while (!sends.empty() && !recvs.empty() && ready(from, sends.front()) && ready(to, recvs.front())) {
       const int s = sends.front(), v = recvs.front();
@@ -262,11 +288,13 @@ class MovementRun {
       const auto first = sender.memory.begin() + static_cast<std::ptrdiff_t>(read.readAt);
       write(receiver, receiver.access[v].writeAt,
             std::vector<Origin>(first, first + static_cast<std::ptrdiff_t>(read.readBytes)));
-      const uint64_t sent = knownAtStart(from, s);
+      const RankSet sent = knownAtStart(from, s);
       complete(from, s, sent);
-      complete(to, v, knownAtStart(to, v) | sent);
-      sends.pop_front();
-      recvs.pop_front();
+      RankSet received = knownAtStart(to, v);
+      received |= sent;
+      complete(to, v, std::move(received));
+      sends.popFront();
+      recvs.popFront();
       ++messages_;
       bytes_ += send.src.bytes;
       moved = true;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "rank_set.h"
 
 namespace loom::algo {
 
@@ -51,19 +52,20 @@ struct RankProgram {
 struct MovementResult {
   std::vector<std::vector<Origin>> memory;    // by rank, by arena byte: what it holds at the end
   std::vector<std::vector<uint32_t>> writes;  // by rank, by arena byte: how many steps wrote it
-  // By rank: the ranks whose start of the call happened before this rank finished (bit j set:
-  // a chain of dependencies, lane order and messages leads from rank j's start to here).
-  std::vector<uint64_t> heardFrom;
+  // By rank: the ranks whose start of the call happened before this rank finished (rank j in
+  // it: a chain of dependencies, lane order and messages leads from rank j's start to here).
+  std::vector<RankSet> heardFrom;
   size_t messages = 0;
   size_t bytes = 0;
 };
 
-// Runs programs[r] as rank r (at most 64 ranks). Throws loom::Error(loomInternalError) naming
-// the first violation: a step kind that moves no data as-is (reductions, divides), a range out
-// of its buffer or in a NULL one, a write into the send buffer, a zero-byte step, a dependency
-// on a later step, a send to an invalid peer or to itself, two unordered steps touching one
-// byte with a write, a message whose size or point-to-point tag differs from its receive's,
-// and a deadlock (with the steps that can never run).
+// Runs programs[r] as rank r, for any number of ranks (each step keeps a rank set, n / 64 words
+// beyond 64 ranks). Throws loom::Error(loomInternalError) naming the first violation: a step
+// kind that moves no data as-is (reductions, divides), a range out of its buffer or in a NULL
+// one, a write into the send buffer, a zero-byte step, a dependency on a later step, a send to
+// an invalid peer or to itself, two unordered steps touching one byte with a write, a message
+// whose size or point-to-point tag differs from its receive's, and a deadlock (with the steps
+// that can never run).
 MovementResult simulateMovement(const std::vector<RankProgram>& programs);
 
 // What a schedule promises, byte by byte: untouched (never written), holding a given origin,

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // A symbolic simulator for schedules: runs every rank's schedule against in-memory channels
-// where each element holds the set of ranks whose input it contains (a bitmask), plus a
-// "divided" mark. It proves a schedule right for a given shape: no deadlock, matching
-// message sizes, no contribution counted twice, avg divided exactly once, and every rank's
-// output holding exactly the contributions the collective promises.
+// where each element holds the set of ranks whose input it contains, plus a "divided" mark
+// (rank_set.h: any number of ranks). It proves a schedule right for a given shape: no
+// deadlock, matching message sizes, no contribution counted twice, avg divided exactly once,
+// and every rank's output holding exactly the contributions the collective promises.
+// Memory: one set per element of every rank's buffers, so O(n^2 * count / 64) words beyond 64
+// ranks (and deterministic mode's scratch holds n blocks a rank): keep counts small there.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +13,13 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "rank_set.h"
 
 namespace loom::algo {
 
-inline constexpr uint64_t kDividedMark = 1ull << 63;  // ranks < 63 only
-
 struct SimulationOutput {
-  // Per rank, its output (recv) buffer at the end, one mask per element.
-  std::vector<std::vector<uint64_t>> recv;
+  // Per rank, its output (recv) buffer at the end, one set per element.
+  std::vector<RankSets> recv;
   size_t messages = 0;  // point-to-point messages exchanged in total
   size_t bytes = 0;     // bytes exchanged in total (elements of 8 bytes)
 };
