@@ -303,7 +303,7 @@ class Run {
     } else {
       if (carriesOwnTag(call_, step)) lanes.connection->setRecvTag(messageTag(tag_, step, elementBytes_));
       const char* local = step.kind == StepKind::RecvReduce ? source(step.src) : nullptr;
-      lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming);
+      lane.sink.emplace(target(step.dst), local, call_, context_, elementBytes_, step.rawIncoming, step.partialLocal);
       lanes.connection->postRecv(step.dst.bytes, &*lane.sink);
     }
     return true;

@@ -46,9 +46,9 @@ inline char* stagingBuffer(size_t bytes) {
 class StepSink final : public transport::RecvSink {
  public:
   StepSink(char* dst, const char* local, const CallSpec& call, const ExecutionContext& context, size_t elementBytes,
-           bool rawIncoming)
+           bool rawIncoming, bool partialLocal = false)
       : dst_(dst), local_(local), call_(call), context_(context), elementBytes_(elementBytes),
-        rawIncoming_(rawIncoming) {}
+        rawIncoming_(rawIncoming), partialLocal_(partialLocal) {}
 
   char* destination() override {
     return local_ == nullptr && !context_.streamCopies ? dst_ : nullptr;
@@ -73,9 +73,10 @@ class StepSink final : public transport::RecvSink {
 
  private:
   // avg scales the inputs as they enter the sum (kernels/host/canonical_reduce.h); one branch
-  // per piece, not per element.
+  // per piece, not per element. Two partial sums (Step::partialLocal) are both scaled already:
+  // kernels::reduce sums them (avg reduces as sum).
   void combine(char* out, const char* local, const void* data, size_t count) const {
-    if (call_.op == loomAvg) {
+    if (call_.op == loomAvg && !partialLocal_) {
       kernels::reduceAverage(call_.type, out, local, data, count, context_.nranks, rawIncoming_);
     } else {
       kernels::reduce(call_.type, call_.op, out, local, data, count);
@@ -88,6 +89,7 @@ class StepSink final : public transport::RecvSink {
   const ExecutionContext& context_;
   size_t elementBytes_;
   bool rawIncoming_;
+  bool partialLocal_;
 };
 
 // Step indices in order: a vector read from `head` (kept, with its capacity, for the thread's

@@ -75,7 +75,19 @@ Schedule buildSchedule(const CollectiveShape& shape) {
     throwInternal("buildSchedule: bad rank " + std::to_string(shape.rank) + " of " +
                   std::to_string(shape.nranks));
   }
+  // Deterministic mode keeps its promise under every host layout: the same rank-order
+  // reduction whatever the hosts (the hierarchical forms below would round per host).
   if (shape.deterministic && hasOp(shape.collective)) return deterministicReduce(shape);
+  if (usesHierarchy(shape)) {
+    switch (shape.collective) {
+      case Collective::AllReduce: return hierarchicalAllReduce(shape);
+      case Collective::AllGather: return hierarchicalAllGather(shape);
+      case Collective::ReduceScatter: return hierarchicalReduceScatter(shape);
+      case Collective::Broadcast: return hierarchicalBroadcast(shape);
+      case Collective::Reduce: return hierarchicalReduce(shape);
+      default: break;
+    }
+  }
   const bool ring = hasOp(shape.collective) || shape.collective == Collective::AllGather ||
                     shape.collective == Collective::Broadcast;  // the mesh schedules are in rank order
   if (ring && shape.ringOrder != nullptr && !isIdentity(*shape.ringOrder)) {
@@ -86,6 +98,26 @@ Schedule buildSchedule(const CollectiveShape& shape) {
     return inRingOrder(shape, *shape.ringOrder);
   }
   return buildInRankOrder(shape);
+}
+
+bool usesHierarchy(const CollectiveShape& shape) {
+  const HostLayout* hosts = shape.hosts;
+  if (hosts == nullptr || (shape.deterministic && hasOp(shape.collective))) return false;
+  if (hosts->nranks() != shape.nranks) {
+    throwInternal("buildSchedule: host layout of " + std::to_string(hosts->nranks()) + " ranks for " +
+                  std::to_string(shape.nranks));
+  }
+  switch (shape.collective) {
+    case Collective::AllReduce:
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::Broadcast:
+    case Collective::Reduce: break;
+    default: return false;
+  }
+  // One host, one rank a host: the hierarchical form is the flat ring. A non-uniform layout
+  // falls back to the flat ring.
+  return hosts->hosts() >= 2 && hosts->ranksPerHost() >= 2;
 }
 
 RingBlocks ringBlocks(const CollectiveShape& shape) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "algorithms/call_spec.h"
+#include "algorithms/host_layout.h"
 
 namespace loom::algo {
 
@@ -55,6 +56,9 @@ struct Step {
   // RecvReduce of avg: the incoming data is a peer's raw input, not a partial sum, so it is
   // scaled like the local operand (reduce_ops.h, "avg").
   bool rawIncoming = false;
+  // RecvReduce of avg: the local operand is a partial sum (already scaled), not this rank's raw
+  // input, so the two are summed plainly (the hierarchical schedules' steps between hosts).
+  bool partialLocal = false;
   size_t stride = 0;  // ReduceRanks: bytes from one rank's block to the next
   int blocks = 0;     // ReduceRanks: how many (the rank count)
   // Point-to-point batches: the message's own place among the pair's messages in its direction
@@ -89,6 +93,12 @@ struct CollectiveShape {
   // Ring position -> rank (a permutation chosen from the topology); null means rank order.
   // Generators work on positions; buildSchedule maps peers and rank-indexed blocks back.
   const std::vector<int>* ringOrder = nullptr;
+  // The hosts' ranks (host_layout.h), set where the core chose the hierarchical forms
+  // (chooseHierarchy): all-reduce, all-gather, reduce-scatter, broadcast and reduce then run
+  // within hosts and between them (hierarchical_*.cc) when the layout is uniform with at least
+  // 2 hosts and 2 ranks a host; otherwise, and when null, the flat ring in ringOrder. Deterministic
+  // reductions keep deterministicReduce under every layout.
+  const HostLayout* hosts = nullptr;
   // All-to-all-v: per-peer counts and displacements (elements), this rank's view.
   const VectorLayout* layout = nullptr;
 };
@@ -104,6 +114,15 @@ Schedule ringReduceScatter(const CollectiveShape& shape);
 Schedule chainBroadcast(const CollectiveShape& shape);
 Schedule chainReduce(const CollectiveShape& shape);
 Schedule deterministicReduce(const CollectiveShape& shape);  // follows shape.ringOrder itself
+// The hierarchical forms over shape.hosts (uniform, >= 2 hosts of >= 2 ranks; shape.ringOrder
+// is not used): within each host, and between the ranks of one local index on every host.
+Schedule hierarchicalAllReduce(const CollectiveShape& shape);
+Schedule hierarchicalAllGather(const CollectiveShape& shape);
+Schedule hierarchicalReduceScatter(const CollectiveShape& shape);
+Schedule hierarchicalBroadcast(const CollectiveShape& shape);
+Schedule hierarchicalReduce(const CollectiveShape& shape);
+// Whether buildSchedule takes the hierarchical form for `shape`.
+bool usesHierarchy(const CollectiveShape& shape);
 // Rank-to-rank collectives over the full mesh (rank order; shape.ringOrder is not used):
 Schedule meshAllToAll(const CollectiveShape& shape);   // all-to-all and all-to-all-v
 Schedule meshGather(const CollectiveShape& shape);     // root receives from every rank at once

@@ -22,7 +22,7 @@ constexpr const char* kDebugLevels[] = {"WARN", "INFO", "TRACE", "VERSION", "NON
 constexpr const char* kTransports[] = {"auto", "shm", "socket", "tcp"};
 // NCCL_SOCKET_FAMILY's spellings.
 constexpr const char* kSocketFamilies[] = {"AF_INET", "AF_INET6"};
-constexpr const char* kAlgorithms[] = {"auto", "ring"};
+constexpr const char* kAlgorithms[] = {"auto", "ring", "hierarchical"};
 constexpr const char* kHostIsas[] = {"generic", "avx2", "avx512"};
 // "emulated": the emulated GPU of CI (device/emulated_runtime.h), for tests and trying Loom's
 // device path on a machine without one.
@@ -105,8 +105,13 @@ constexpr Entry kEntries[] = {
             "ranks)"},
     {.knob = Knob::Algo, .name = "LOOM_ALGO", .type = Type::Choice, .scope = Scope::Library,
      .values = kAlgorithms, .defaultValue = "auto",
-     .doc = "`ring`: never use the direct single-host collectives, run every call as a ring/chain "
-            "schedule"},
+     .doc = "`ring`: every call runs as a flat ring/chain schedule, never the direct single-host "
+            "collectives; `hierarchical`: ranks on several hosts run all-reduce, all-gather, "
+            "reduce-scatter, broadcast and reduce within each host and between hosts (a ring per "
+            "local rank) where every host holds as many ranks, else the flat ring; `auto`: the "
+            "same with at least 2 hosts of 2 ranks, the direct collectives on one host. Init logs "
+            "the choice at `INFO`; `ring` on any rank makes it the flat ring; deterministic "
+            "reductions keep their rank-order reduction"},
     {.knob = Knob::DirectEagerBytes, .name = "LOOM_DIRECT_EAGER_BYTES", .type = Type::Integer,
      .scope = Scope::Library, .min = 0, .max = 64 * kMiB, .defaultValue = "16384",
      .doc = "direct collectives: inputs up to this size go through the shared arena in one shot "

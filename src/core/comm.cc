@@ -306,6 +306,7 @@ void Communicator::executeCall(const algo::CallSpec& call) {
   shape.deterministic = settings_.deterministic;
   shape.pieceBytes = settings_.pieceBytes;
   shape.ringOrder = &links_->ringOrder();
+  shape.hosts = links_->hosts();
   // All-to-all-v's per-peer counts differ from call to call: its schedule is built for the call.
   algo::Schedule ownSchedule;
   if (call.collective == algo::Collective::AllToAllv) {

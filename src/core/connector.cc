@@ -29,7 +29,8 @@ struct Connector::PeerInfo {
   uint64_t registryDigest;     // every rank must have the same transports in the same order
   uint8_t directAllowed;       // not LOOM_ALGO=ring
   uint8_t crossMemoryAllowed;  // LOOM_CMA=1
-  uint8_t reserved[6];
+  uint8_t algorithm;           // LOOM_ALGO (algo::AlgorithmSetting)
+  uint8_t reserved[5];
   uint64_t pieceBytes;  // schedules must agree: every rank cuts messages the same way
   uint64_t directEagerBytes;  // so must the direct collectives
   uint64_t directChunkBytes;
@@ -69,6 +70,7 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   mine.registryDigest = registry.digest();
   mine.pieceBytes = settings.pieceBytes;
   mine.directAllowed = !settings.directDisabled;
+  mine.algorithm = static_cast<uint8_t>(settings.algorithm);
   mine.crossMemoryAllowed = settings.crossMemoryEnabled;
   mine.directEagerBytes = settings.directEagerBytes;
   mine.directChunkBytes = settings.directChunkBytes;
@@ -110,6 +112,13 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
     peerHosts_.push_back(sameHost[r] ? std::string() : std::string(peers[r].hostName));
   }
   ringOrder_ = planRing(places, topology.get(), commName);
+  std::vector<uint64_t> hostIds(nranks);
+  std::vector<algo::AlgorithmSetting> algorithms(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    hostIds[r] = peers[r].hostHash;
+    algorithms[r] = static_cast<algo::AlgorithmSetting>(peers[r].algorithm);
+  }
+  hosts_ = planHierarchy(hostIds, algorithms, settings.deterministic, commName);
   peerPids_ = algo::checkablePeerPids(pids, sameHost, rank_);
   // Ranks that outnumber the cores they share wait by yielding, not spinning. What they share
   // is the machine: hosts that are containers or namespaces on one node (each its own host ID)

@@ -41,6 +41,9 @@ class Connector {
   const std::vector<pid_t>& peerPids() const { return peerPids_; }
   // Ring position -> rank; ring and chain schedules follow it.
   const std::vector<int>& ringOrder() const { return ringOrder_; }
+  // The hosts' ranks where the hierarchical schedules run (ring_plan.h, planHierarchy); null
+  // where the flat ring does.
+  const algo::HostLayout* hosts() const { return hosts_.get(); }
   // More ranks of this communicator on this host than cores to run them: waits should not spin.
   bool oversubscribed() const { return oversubscribed_; }
   // By rank: the host name of a rank on another host, "" for this host's ranks.
@@ -66,6 +69,7 @@ class Connector {
   std::vector<transport::Connection*> connections_;
   std::vector<pid_t> peerPids_;
   std::vector<int> ringOrder_;
+  std::unique_ptr<algo::HostLayout> hosts_;
   std::vector<std::string> peerHosts_;
   bool oversubscribed_ = false;
   std::unique_ptr<algo::DirectEngine> direct_;

@@ -63,4 +63,21 @@ std::vector<int> planRing(const std::vector<topology::RankPlace>& places, const 
   return std::move(order.ranks);
 }
 
+std::unique_ptr<algo::HostLayout> planHierarchy(const std::vector<uint64_t>& hostIds,
+                                                const std::vector<algo::AlgorithmSetting>& settings, bool deterministic,
+                                                const std::string& commName) {
+  // Every rank sees every rank's setting, so all agree: `ring` anywhere wins, then
+  // `hierarchical` (whose only difference from `auto` is the reason logged).
+  algo::AlgorithmSetting setting = algo::AlgorithmSetting::Auto;
+  for (algo::AlgorithmSetting wanted : settings) {
+    if (wanted == algo::AlgorithmSetting::Ring || setting == algo::AlgorithmSetting::Auto) setting = wanted;
+    if (setting == algo::AlgorithmSetting::Ring) break;
+  }
+  auto layout = std::make_unique<algo::HostLayout>(algo::HostLayout::fromHostIds(hostIds));
+  const algo::HierarchyChoice choice = algo::chooseHierarchy(*layout, setting, deterministic);
+  LOOM_INFO(INIT, "comm %s: %s", commName.c_str(), choice.reason.c_str());
+  if (!choice.hierarchical) return nullptr;
+  return layout;
+}
+
 }  // namespace loom

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/host_layout.h"
 #include "topology/rank_order.h"
 #include "topology/topology_engine.h"
 
@@ -24,5 +25,11 @@ uint64_t topologyDigest(const topology::TopologyResult* topology);
 // Ring position -> rank, from where every rank runs and the searched ring.
 std::vector<int> planRing(const std::vector<topology::RankPlace>& places, const topology::TopologyResult* topology,
                           const std::string& commName);
+// The host layout the hierarchical schedules follow (algo::chooseHierarchy over every rank's
+// host identity and LOOM_ALGO: any rank's `ring` makes it the ring), with the choice and its
+// reason logged once at INFO; null where the flat ring runs.
+std::unique_ptr<algo::HostLayout> planHierarchy(const std::vector<uint64_t>& hostIds,
+                                                const std::vector<algo::AlgorithmSetting>& settings, bool deterministic,
+                                                const std::string& commName);
 
 }  // namespace loom

@@ -67,7 +67,8 @@ CommSettings fromEnvironment() {
   settings.shmSlotBytes = (settings.shmSlotBytes + 63) / 64 * 64;
   settings.shmSlots = static_cast<int>(config::integer(Knob::ShmSlots));
   settings.spreadRanks = config::flag(Knob::SpreadRanks);
-  settings.directDisabled = config::choice(Knob::Algo) == "ring";
+  settings.algorithm = algo::algorithmSetting(config::choice(Knob::Algo));
+  settings.directDisabled = settings.algorithm == algo::AlgorithmSetting::Ring;
   settings.directEagerBytes = static_cast<size_t>(config::integer(Knob::DirectEagerBytes));
   settings.directEagerBytes = (settings.directEagerBytes + 63) / 64 * 64;
   settings.directChunkBytes = static_cast<size_t>(config::integer(Knob::DirectChunkBytes));

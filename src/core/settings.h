@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "algorithms/host_layout.h"
 #include "loom.h"
 
 namespace loom {
@@ -33,6 +34,9 @@ struct CommSettings {
   bool spreadRanks = true;
   // Direct collectives (all ranks on one host; src/algorithms/direct/direct_engine.h).
   bool directDisabled = false;            // LOOM_ALGO=ring: schedules only
+  // LOOM_ALGO: across hosts, the flat ring or the hierarchical schedules (algo::chooseHierarchy),
+  // decided alike on every rank: any rank's `ring` makes it the flat ring (core/ring_plan.h).
+  algo::AlgorithmSetting algorithm = algo::AlgorithmSetting::Auto;
   size_t directEagerBytes = 16 * 1024;    // LOOM_DIRECT_EAGER_BYTES: staged through the arena
   size_t directChunkBytes = 256 * 1024;   // LOOM_DIRECT_CHUNK_BYTES: single-copy granularity
   bool crossMemoryEnabled = false;        // LOOM_CMA=1: single-copy process_vm_readv transfers

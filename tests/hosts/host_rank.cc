@@ -9,6 +9,9 @@
 //                                 and a barrier, each checked exactly; prints "hash <case> <h>"
 //                                 for results every rank must hold alike (the runner compares
 //                                 them across ranks) and "FAIL <what>" for each wrong result.
+//   host_rank deterministic       under LOOM_DETERMINISTIC=1: all-reduce, reduce-scatter and reduce
+//                                 of float32/float64 sum and avg on non-integer values; prints
+//                                 "det <rank> <case> <hash>" (alike under every layout)
 //   host_rank loop COUNT          all-reduces COUNT floats until a call fails (host failures):
 //                                 prints "ready" after a few calls, then on failure "error: <last
 //                                 error>", aborts the communicator and prints what it still holds
@@ -21,6 +24,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <stdexcept>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -72,6 +77,43 @@ int check(const Job& job, size_t bigCount) {
   failed += loom::test::checkMeshCollectives(job.comm, job.rank, job.n);
   std::printf("checked %zu collective cases and the mesh collectives: %zu wrong\n", cases.size(), failed);
   return failed == 0 ? 0 : 1;
+}
+
+// Deterministic mode's promise: all-reduce, reduce-scatter and reduce give bitwise the same
+// result whatever the layout, algorithm or transport. Values are not integers here, spread
+// over magnitudes, so that any other order of summation would round differently; each rank
+// prints "det <rank> <case> <hash>" and the runner compares the lines between layouts.
+template <class T>
+void deterministicCase(const Job& job, loomDataType_t type, loomRedOp_t op, size_t count, const char* name) {
+  std::vector<T> send(count * job.n), recv(count * job.n);
+  for (size_t i = 0; i < send.size(); ++i) {
+    const uint64_t bits = loom::test::mix64(static_cast<uint64_t>(job.rank) * 1000003 + i);
+    const double unit = static_cast<double>(bits >> 11) / static_cast<double>(1ull << 53) - 0.5;
+    send[i] = static_cast<T>(unit * std::pow(10.0, static_cast<double>(bits % 7)));
+  }
+  const auto require = [&](loomResult_t rc, const char* what) {
+    if (rc != loomSuccess) throw std::runtime_error(std::string(what) + ": " + loomGetLastError(job.comm));
+  };
+  const auto print = [&](const char* what, const T* data, size_t elements) {
+    std::printf("det %d %s/%s/%s/count%zu %llu\n", job.rank, what, name, op == loomAvg ? "avg" : "sum", count,
+                (unsigned long long)loom::test::hashBytes(data, elements * sizeof(T)));
+  };
+  require(loomAllReduce(send.data(), recv.data(), count, type, op, job.comm, nullptr), "all-reduce");
+  print("allreduce", recv.data(), count);
+  require(loomReduceScatter(send.data(), recv.data(), count, type, op, job.comm, nullptr), "reduce-scatter");
+  print("reducescatter", recv.data(), count);
+  require(loomReduce(send.data(), recv.data(), count, type, op, job.n - 1, job.comm, nullptr), "reduce");
+  if (job.rank == job.n - 1) print("reduce", recv.data(), count);
+}
+
+int deterministic(const Job& job) {
+  for (size_t count : {1, 7, 1001, 65539}) {
+    for (loomRedOp_t op : {loomSum, loomAvg}) {
+      deterministicCase<float>(job, loomFloat32, op, count, "float32");
+      deterministicCase<double>(job, loomFloat64, op, count, "float64");
+    }
+  }
+  return 0;
 }
 
 struct OpenFiles {
@@ -171,8 +213,8 @@ int latency(const Job& job, size_t count, int iterations) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "check" && mode != "loop" && mode != "latency") {
-    std::fprintf(stderr, "usage: host_rank check [BIG_COUNT] | loop COUNT | latency COUNT N\n");
+  if (mode != "check" && mode != "deterministic" && mode != "loop" && mode != "latency") {
+    std::fprintf(stderr, "usage: host_rank check [BIG_COUNT] | deterministic | loop COUNT | latency COUNT N\n");
     return 64;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -182,6 +224,7 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     if (mode == "check") code = check(job, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 65539);
+    if (mode == "deterministic") code = deterministic(job);
     if (mode == "loop") return loop(job, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024, before);
     if (mode == "latency") {
       code = latency(job, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 2, argc > 3 ? std::atoi(argv[3]) : 2000);

@@ -10,6 +10,8 @@ Parts (all by default):
   exact      every collective and send/recv, exact and alike on every rank, at 2 hosts x 2
              ranks, 3 x 1, 2 + 1 and an interleaved 2 x 2, under torchrun's and mpirun's
              environments; ranks of one host must use shm, ranks of different hosts sockets
+  deterministic  LOOM_DETERMINISTIC=1: all-reduce, reduce-scatter and reduce bitwise alike at 4
+             ranks on one host, 2 x 2 and 2 x 2 interleaved, and at 3, 3 x 1 and 2 + 1
   netem      delay, jitter, loss and reordering on a link where tc netem exists (says why not)
   waiting    3 hosts x 1 rank on this machine's cores, 8 B all-reduce, within 3x of one host's
              3 ranks with shm off: waiting follows the machine, not the host ID
@@ -96,6 +98,12 @@ def connections(stderr):
     return found
 
 
+# What LOOM_ALGO=auto must choose: hierarchical where every host holds the same number (>= 2) of
+# ranks, the flat ring across hosts otherwise.
+SCHEDULES = {"2x2": "hierarchical collectives", "3x1": "flat ring across hosts", "2+1": "flat ring across hosts",
+             "2x2/cyclic": "hierarchical collectives"}
+
+
 def exact(cluster, host_rank, port):
     for layout_text, style in (("2x2", "torchrun"), ("3x1", "mpirun"), ("2+1", "torchrun"), ("2x2/cyclic", "mpirun")):
         layout = loomhosts.Layout.parse(layout_text)
@@ -116,11 +124,37 @@ def exact(cluster, host_rank, port):
                 want = "shm" if layout.host_of[a] == layout.host_of[b] else "socket"
                 if kind != want:
                     wrong.append("%d<->%d %s" % (a, b, kind))
-            report(not wrong and connections(err), "exact %s: rank %d's connections: shm inside a host, socket across%s"
-                   % (layout_text, rank, ": wrong " + ", ".join(wrong) if wrong else ""))
+            chosen = re.search(r"comm \S+: ((hierarchical collectives|flat ring)[^\n]*)", err)
+            report(not wrong and connections(err) and chosen and chosen.group(1).startswith(SCHEDULES[layout_text]),
+                   "exact %s: rank %d's connections: shm inside a host, socket across%s; schedule: %s"
+                   % (layout_text, rank, ": wrong " + ", ".join(wrong) if wrong else "",
+                      chosen.group(1) if chosen else "not logged"))
         differ = [r for r in range(1, len(hashes)) if hashes[r] != hashes[0]]
         report(not differ, "exact %s: results bitwise alike on every rank (%d results, %.1f s)%s" % (
             layout_text, len(hashes[0]), time.time() - start, ": ranks %s differ from rank 0" % differ if differ else ""))
+    return port
+
+
+# ---- deterministic mode ----------------------------------------------------------------------
+def deterministic(cluster, host_rank, port):
+    """Bitwise the same results under every layout of one rank count, one host included (where
+    small calls take the direct engine's canonical kernel)."""
+    for group in (("4", "2x2", "2x2/cyclic"), ("3", "3x1", "2+1")):
+        seen = {}
+        for layout_text in group:
+            results = cluster.launch(loomhosts.Layout.parse(layout_text), [host_rank, "deterministic"], port=port,
+                                     env={"LOOM_DETERMINISTIC": 1, "LOOM_TIMEOUT_MS": 60000}).wait(180)
+            port += 2
+            failed = [(rank, code, tail(out + err)) for rank, code, out, err in results if code != 0]
+            report(not failed, "deterministic %s: every rank finished%s" % (layout_text, ": %s" % failed if failed else ""))
+            seen[layout_text] = sorted(line for _, _, out, _ in results for line in out.splitlines()
+                                       if line.startswith("det "))
+        first = group[0]
+        for layout_text in group[1:]:
+            differ = [a for a, b in zip(seen[first], seen[layout_text]) if a != b]
+            report(seen[layout_text] and seen[layout_text] == seen[first],
+                   "deterministic: %s gives bitwise the results of %s (%d results)%s" % (
+                       layout_text, first, len(seen[first]), ": first difference " + differ[0] if differ else ""))
     return port
 
 
@@ -243,7 +277,7 @@ def kill_host(cluster, host_rank, port):
     return port + 2
 
 
-PARTS = ("isolation", "exact", "netem", "waiting", "badinput", "linkdown", "killhost")
+PARTS = ("isolation", "exact", "deterministic", "netem", "waiting", "badinput", "linkdown", "killhost")
 
 
 def main():
@@ -263,6 +297,8 @@ def main():
             isolation(cluster)
         if "exact" in parts:
             port = exact(cluster, host_rank, port)
+        if "deterministic" in parts:
+            port = deterministic(cluster, host_rank, port)
         if "netem" in parts:
             port = netem(cluster, host_rank, port)
         if "waiting" in parts:

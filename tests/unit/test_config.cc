@@ -104,6 +104,7 @@ TEST(ConfigTable, CommSettingsDefaultsAreTheRegistrysDefaults) {
   EXPECT_EQ(read.shmSlots, built.shmSlots);
   EXPECT_EQ(read.spreadRanks, built.spreadRanks);
   EXPECT_EQ(read.directDisabled, built.directDisabled);
+  EXPECT_EQ(read.algorithm, built.algorithm);
   EXPECT_EQ(read.directEagerBytes, built.directEagerBytes);
   EXPECT_EQ(read.directChunkBytes, built.directChunkBytes);
   EXPECT_EQ(read.crossMemoryEnabled, built.crossMemoryEnabled);
@@ -210,8 +211,9 @@ TEST(ConfigChoices, UnknownValuesWarnWithTheClosestAndUseTheDefault) {
        "LOOM_TRANSPORT=\"socekt\": not one of auto, shm, socket or tcp (did you mean socket?); "
        "using the default, auto"},
       {"LOOM_ALGO", "RING", "ring", ""},
+      {"LOOM_ALGO", "Hierarchical", "hierarchical", ""},
       {"LOOM_ALGO", "rign", "auto",
-       "LOOM_ALGO=\"rign\": not one of auto or ring (did you mean ring?); using the default, auto"},
+       "LOOM_ALGO=\"rign\": not one of auto, ring or hierarchical (did you mean ring?); using the default, auto"},
       {"LOOM_HOST_ISA", "AVX2", "avx2", ""},
       {"LOOM_HOST_ISA", "avx521", "",
        "LOOM_HOST_ISA=\"avx521\": not one of generic, avx2 or avx512 (did you mean avx512?); "
@@ -253,10 +255,30 @@ TEST(ConfigChoices, TheOwnersActOnTheDefault) {
   const std::string printed = testing::internal::GetCapturedStderr();
   EXPECT_EQ(settings.transport, "");
   EXPECT_FALSE(settings.directDisabled);
+  EXPECT_EQ(settings.algorithm, algo::AlgorithmSetting::Auto);
   EXPECT_FALSE(policy.p2pLevel.has_value());
   EXPECT_FALSE(policy.netGdrLevel.has_value());
   for (const char* name : {"LOOM_TRANSPORT=", "LOOM_ALGO=", "LOOM_P2P_LEVEL=", "LOOM_NET_GDR_LEVEL="}) {
     EXPECT_NE(printed.find(name), std::string::npos) << name << " not warned about: " << printed;
+  }
+}
+
+// LOOM_ALGO: `ring` also turns the direct engine off; `hierarchical` asks for the hierarchical
+// schedules across hosts (algo::chooseHierarchy) and leaves the direct engine on.
+TEST(ConfigChoices, AlgoChoosesTheSchedules) {
+  const struct {
+    const char* value;
+    algo::AlgorithmSetting algorithm;
+    bool directDisabled;
+  } cases[] = {{"auto", algo::AlgorithmSetting::Auto, false},
+               {"ring", algo::AlgorithmSetting::Ring, true},
+               {"hierarchical", algo::AlgorithmSetting::Hierarchical, false},
+               {"HIERARCHICAL", algo::AlgorithmSetting::Hierarchical, false}};
+  for (const auto& c : cases) {
+    ScopedEnv env(EnvList{{"LOOM_ALGO", c.value}});
+    const CommSettings settings = resolveSettings(nullptr);
+    EXPECT_EQ(settings.algorithm, c.algorithm) << c.value;
+    EXPECT_EQ(settings.directDisabled, c.directDisabled) << c.value;
   }
 }
 
