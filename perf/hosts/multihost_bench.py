@@ -19,6 +19,7 @@ Rows (select with --rows, comma-separated shell patterns, e.g. 'loom-*:2x2,gloo:
   loom-auto:2x1, loom-auto:2x2, loom-auto:4x1     all_reduce_perf, LOOM_ALGO=auto (the default)
   loom-ring:2x2, loom-hier:2x2, loom-ring:4x2, loom-hier:4x2   LOOM_ALGO=ring / hierarchical
   gloo:2x1, gloo:2x2, gloo:4x1, gloo:4x2          perf/peers/gloo_all_reduce_perf
+  loom-nsocks1:2x1, loom-nsocks4:2x1              LOOM_SOCKET_NSOCKS=1 and 4 (default 2)
 The iperf3 rows a selection needs for its ratios are always measured.
 
 Each all-reduce row is one job of the perf tool (float32 sum, -b = -e = --bytes, -n --iters,
@@ -74,8 +75,9 @@ GB = 1e9  # GB/s as nccl-tests prints it: 1e9 bytes per second
 
 
 class Row:
-    def __init__(self, name, kind, layout=None, algo=None, hosts=None):
+    def __init__(self, name, kind, layout=None, algo=None, hosts=None, env=None):
         self.name, self.kind, self.layout, self.algo = name, kind, layout, algo
+        self.env = env or {}  # extra variables of a Loom row
         self.hosts = hosts if hosts is not None else len(loomhosts.Layout.parse(layout).hosts)
         self.samples = []   # one dict per successful rep; "value" is the row's number (GB/s)
         self.failures = []  # {"rep", "reason"}
@@ -92,6 +94,8 @@ def all_rows():
         rows += [Row("loom-ring:" + layout, "loom", layout, "ring"),
                  Row("loom-hier:" + layout, "loom", layout, "hierarchical")]
     rows += [Row("gloo:" + layout, "gloo", layout) for layout in ("2x1", "2x2", "4x1", "4x2")]
+    # LOOM_SOCKET_NSOCKS (default 2) changes only on a gain of 10% or more here: these rows say.
+    rows += [Row("loom-nsocks%d:2x1" % n, "loom", "2x1", "auto", env={"LOOM_SOCKET_NSOCKS": n}) for n in (1, 4)]
     return rows
 
 
@@ -223,7 +227,7 @@ def measure_allreduce(cluster, row, args, ports, store_root):
         # interface: eth0 is each host's one link to the bridge.
         env = {"LOOM_GLOO_STORE_DIR": os.path.join(store_root, "gloo-%d" % port), "LOOM_SOCKET_IFNAME": "eth0"}
     else:
-        env = {"LOOM_ALGO": row.algo, "LOOM_DEBUG": "INFO", "LOOM_DEBUG_SUBSYS": "INIT,ENV"}
+        env = dict({"LOOM_ALGO": row.algo, "LOOM_DEBUG": "INFO", "LOOM_DEBUG_SUBSYS": "INIT,ENV"}, **row.env)
     # loomrun's variables: the one launcher style both Loom and the Gloo tool read.
     job = cluster.launch(loomhosts.Layout.parse(row.layout), argv, style="loomrun", env=env, port=port)
     results = job.wait(timeout=args.timeout + 60)

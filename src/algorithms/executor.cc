@@ -445,19 +445,26 @@ class Run {
   // A stall across hosts (a link gone down) stops a whole ring at once: the ranks that wait on
   // a peer of another host time out knowing that host, and their neighbours inside the host,
   // which wait only on them, time out a few milliseconds apart knowing nothing of it. Those
-  // give the report of the rank they wait on (it names the lost host) a moment to arrive.
+  // give the report of the rank they wait on (it names the lost host) a moment to arrive. Only
+  // in a communicator that spans hosts: on one host a timeout is reported as it happens.
   bool awaitsOnlyThisHost() const {
-    if (context_.peerHosts == nullptr) return false;
+    const std::vector<std::string>* hosts = context_.peerHosts;
+    if (hosts == nullptr || std::all_of(hosts->begin(), hosts->end(), [](const std::string& h) { return h.empty(); })) {
+      return false;
+    }
+    bool awaitsAny = false;
     for (const auto& [peer, lanes] : lanes_) {
       const bool awaited = lanes.send.active >= 0 || !lanes.send.pending.empty() || lanes.recv.active >= 0 ||
                            !lanes.recv.pending.empty();
-      if (awaited && !(*context_.peerHosts)[peer].empty()) return false;
+      if (awaited && !(*hosts)[peer].empty()) return false;
+      awaitsAny = awaitsAny || awaited;
     }
-    return true;
+    return awaitsAny;
   }
   void throwReportArrivingWithin(std::chrono::milliseconds grace) {
     const auto giveUp = Clock::now() + grace;
     do {
+      checkAbort();
       for (auto& [peer, lanes] : lanes_) {
         try {
           lanes.connection->throwPeerReport();

@@ -71,7 +71,8 @@ constexpr Entry kEntries[] = {
      .ncclAlias = "NCCL_SOCKET_FAMILY"},
     {.knob = Knob::HostId, .name = "LOOM_HOSTID", .type = Type::Text, .scope = Scope::Library,
      .format = "any text", .defaultDoc = "hostname + boot id",
-     .doc = "overrides the host identity that decides which ranks share memory"},
+     .doc = "overrides the host identity that decides which ranks share memory (ranks with one "
+            "ID on different kernels or PID namespaces cannot: they are told apart, with a warning)"},
     {.knob = Knob::Transport, .name = "LOOM_TRANSPORT", .type = Type::Choice,
      .scope = Scope::Library, .values = kTransports, .defaultValue = "auto",
      .doc = "`shm` or `socket` (alias `tcp`) forces one transport for every peer, on one host "
@@ -106,12 +107,12 @@ constexpr Entry kEntries[] = {
     {.knob = Knob::Algo, .name = "LOOM_ALGO", .type = Type::Choice, .scope = Scope::Library,
      .values = kAlgorithms, .defaultValue = "auto",
      .doc = "`ring`: every call runs as a flat ring/chain schedule, never the direct single-host "
-            "collectives; `hierarchical`: ranks on several hosts run all-reduce, all-gather, "
-            "reduce-scatter, broadcast and reduce within each host and between hosts (a ring per "
-            "local rank) where every host holds as many ranks, else the flat ring; `auto`: the "
-            "same with at least 2 hosts of 2 ranks, the direct collectives on one host. Init logs "
-            "the choice at `INFO`; `ring` on any rank makes it the flat ring; deterministic "
-            "reductions keep their rank-order reduction"},
+            "collectives; `auto` and `hierarchical` (alike today): on one host the direct "
+            "collectives, and ranks on 2 or more hosts that each hold as many (2 or more) run "
+            "all-reduce, all-gather, reduce-scatter, broadcast and reduce within each host and "
+            "between hosts (a ring per local rank), other layouts the flat ring. Init logs the "
+            "choice at `INFO`; `ring` on any rank makes it the flat ring; deterministic reductions "
+            "keep their rank-order reduction"},
     {.knob = Knob::DirectEagerBytes, .name = "LOOM_DIRECT_EAGER_BYTES", .type = Type::Integer,
      .scope = Scope::Library, .min = 0, .max = 64 * kMiB, .defaultValue = "16384",
      .doc = "direct collectives: inputs up to this size go through the shared arena in one shot "

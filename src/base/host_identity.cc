@@ -42,16 +42,24 @@ uint64_t hostHash() {
 
 uint64_t machineHash() {
   const std::string id = bootId();
-  return fnv1a(id.data(), id.size());
+  return id.empty() ? hostHash() : fnv1a(id.data(), id.size());
 }
 
-uint64_t memoryDomainHash() {
-  // A namespace is named by the inode (and device) of its /proc/self/ns link; without that
-  // file (no /proc) every rank reads zeros, the same domain, as before namespaces existed.
-  struct stat pidNamespace {};
-  stat("/proc/self/ns/pid", &pidNamespace);
-  const uint64_t words[2] = {static_cast<uint64_t>(pidNamespace.st_dev), static_cast<uint64_t>(pidNamespace.st_ino)};
-  return fnv1a(words, sizeof(words), machineHash());
+namespace {
+
+// A namespace is named by the inode (and device) of its /proc/self/ns link; without that file
+// (no /proc) every rank reads zeros, the same namespace, as before namespaces existed.
+uint64_t namespaceHash(const char* link, uint64_t seed) {
+  struct stat info {};
+  stat(link, &info);
+  const uint64_t words[2] = {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
+  return fnv1a(words, sizeof(words), seed);
 }
+
+}  // namespace
+
+uint64_t memoryDomainHash() { return namespaceHash("/proc/self/ns/pid", machineHash()); }
+
+uint64_t loopbackDomainHash() { return namespaceHash("/proc/self/ns/net", hostHash() ^ machineHash()); }
 
 }  // namespace loom

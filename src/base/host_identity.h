@@ -16,11 +16,16 @@ uint64_t hostHash();
 std::string hostName();
 
 // The kernel this rank runs on (its boot id), whatever LOOM_HOSTID, the hostname or the
-// namespaces say: ranks with equal hashes compete for the same cores.
+// namespaces say: ranks with equal hashes may compete for the same cores (the connector also
+// compares their CPU affinity). hostHash() where the boot id cannot be read.
 uint64_t machineHash();
 
 // The kernel and the PID namespace: Loom's shared memory opens a peer's memfd through
 // /proc/<pid>/fd, which works only between processes of one PID namespace on one kernel.
 uint64_t memoryDomainHash();
+
+// hostHash() joined with the kernel and the network namespace: ranks with equal values can
+// reach each other over loopback (the store bootstrap's choice of listen address).
+uint64_t loopbackDomainHash();
 
 }  // namespace loom

@@ -59,7 +59,7 @@ class StoreRendezvous {
   // reports and the timeout name who has and who has not).
   void publishHost() {
     std::vector<uint8_t> mine(8);
-    net::putU64(mine.data(), hostHash());
+    net::putU64(mine.data(), loopbackDomainHash());
     store_.set(base_ + "host/" + std::to_string(rank_), mine);
   }
 
@@ -88,7 +88,9 @@ class StoreRendezvous {
     return secret;
   }
 
-  // Loopback when every rank runs on this host; else an interface other hosts can reach.
+  // Loopback when every rank runs on this host, in this network namespace (two hosts given one
+  // LOOM_HOSTID in namespaces of their own cannot meet there); else an interface other hosts
+  // can reach.
   sockaddr_storage chooseListenAddress() {
     bool oneHost = true;
     for (int peer = 0; peer < nranks_; ++peer) {
@@ -97,7 +99,7 @@ class StoreRendezvous {
           wait("host/" + std::to_string(peer), "rank " + std::to_string(peer) + "'s host", peer);
       seen_[static_cast<size_t>(peer)] = true;
       if (theirs.size() != 8) throwUsage(who_ + ": store key '" + base_ + "host/" + std::to_string(peer) + "' is malformed");
-      oneHost = oneHost && net::getU64(theirs.data()) == hostHash();
+      oneHost = oneHost && net::getU64(theirs.data()) == loopbackDomainHash();
     }
     return oneHost ? net::chooseLocalAddress(nullptr) : net::chooseLocalAddressForRemotePeers();
   }

@@ -20,6 +20,9 @@
 
 namespace loom {
 
+// CPUs 0..1023 (glibc's cpu_set_t), as the bits every rank publishes.
+constexpr size_t kCpuWords = sizeof(cpu_set_t) / sizeof(uint64_t);
+
 // What every rank tells the others at init. Plain data, sent as bytes in one allGather.
 struct Connector::PeerInfo {
   uint64_t hostHash;
@@ -42,6 +45,7 @@ struct Connector::PeerInfo {
   uint64_t machine;       // base/host_identity.h: ranks of one machine share its cores
   uint64_t memoryDomain;  // ranks of one host must also share this to share memory
   char hostName[64];      // for errors that name a lost host (truncated, NUL-terminated)
+  uint64_t cpus[kCpuWords];  // the CPUs this rank may run on (sched_getaffinity), as bits
 };
 
 struct Connector::Facts {
@@ -62,6 +66,10 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   mine.hostHash = hostHash();
   mine.machine = machineHash();
   mine.memoryDomain = memoryDomainHash();
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  if (sched_getaffinity(0, sizeof(affinity), &affinity) != 0) CPU_SET(0, &affinity);
+  std::memcpy(mine.cpus, &affinity, sizeof(mine.cpus));
   const std::string name = hostName();
   std::memcpy(mine.hostName, name.data(), std::min(name.size(), sizeof(mine.hostName) - 1));
   mine.pid = getpid();
@@ -120,18 +128,12 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   }
   hosts_ = planHierarchy(hostIds, algorithms, settings.deterministic, commName);
   peerPids_ = algo::checkablePeerPids(pids, sameHost, rank_);
-  // Ranks that outnumber the cores they share wait by yielding, not spinning. What they share
-  // is the machine: hosts that are containers or namespaces on one node (each its own host ID)
-  // run on the same cores, and a rank spinning for a peer there holds the core that peer needs
-  // (3 "hosts" x 1 rank on 2 cores: 4-13 ms per 8 B all-reduce while spinning, 55 us yielding).
-  cpu_set_t cpus;
-  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  const int onThisMachine = static_cast<int>(std::count_if(
-      peers.begin(), peers.end(), [&](const PeerInfo& peer) { return peer.machine == mine.machine; }));
-  oversubscribed_ = onThisMachine > cores;
+  const CoreSharing sharing = shareCores(peers);
+  oversubscribed_ = sharing.ranks > sharing.cores;
   if (oversubscribed_) {
     LOOM_INFO(INIT, "comm %s: %d ranks on this machine (%d on this host) share %d cores: waits yield instead of spinning",
-              commName.c_str(), onThisMachine, static_cast<int>(std::count(sameHost.begin(), sameHost.end(), true)), cores);
+              commName.c_str(), sharing.ranks, static_cast<int>(std::count(sameHost.begin(), sameHost.end(), true)),
+              sharing.cores);
   }
   Facts facts{registry, {}, {}};
   for (int r = 0; r < nranks; ++r) {
@@ -142,8 +144,31 @@ Connector::Connector(Bootstrap& bootstrap, CommSettings& settings, const std::st
   setUpDirect(bootstrap, facts, peers, settings, commName, callStop);
   // Last, after init's waits on peers: a wake-up may move a thread, a spin-wait does not.
   if (oversubscribed_ && settings.spreadRanks) {
-    spreadCallingThread(static_cast<int>(std::count(sameHost.begin(), sameHost.begin() + rank_, true)));
+    spreadCallingThread(sharing.index);
   }
+}
+
+// Ranks that outnumber the cores they share wait by yielding, not spinning. What they share is
+// the machine's cores, whatever the hosts: hosts that are containers or namespaces on one node
+// (each its own host ID) run on the same cores, and a rank spinning for a peer there holds the
+// core that peer needs (3 "hosts" x 1 rank on 2 cores: 20 ms per 8 B all-reduce while
+// spinning, 63-157 us yielding). Ranks of one machine whose CPU sets do not overlap (containers
+// with cpusets of their own, ranks bound to cores) do not compete, so only overlapping ones
+// count, against the CPUs they have between them.
+Connector::CoreSharing Connector::shareCores(const std::vector<PeerInfo>& peers) const {
+  const PeerInfo& mine = peers[rank_];
+  CoreSharing sharing;
+  uint64_t joint[kCpuWords] = {};
+  for (size_t r = 0; r < peers.size(); ++r) {
+    bool overlaps = false;
+    for (size_t w = 0; w < kCpuWords; ++w) overlaps = overlaps || (peers[r].cpus[w] & mine.cpus[w]) != 0;
+    if (peers[r].machine != mine.machine || !overlaps) continue;
+    if (static_cast<int>(r) < rank_) ++sharing.index;
+    ++sharing.ranks;
+    for (size_t w = 0; w < kCpuWords; ++w) joint[w] |= peers[r].cpus[w];
+  }
+  for (uint64_t word : joint) sharing.cores += __builtin_popcountll(word);
+  return sharing;
 }
 
 // Ranks that say they share a host (equal LOOM_HOSTID, or hostname and boot id) but cannot

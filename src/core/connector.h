@@ -61,6 +61,14 @@ class Connector {
   struct Facts;  // what the choice of transports works from, for every rank
   void connect(Bootstrap& bootstrap, const Facts& facts, CommSettings& settings, const std::string& commName);
   void separateHostsThatCannotShareMemory(std::vector<PeerInfo>& peers, const std::string& commName) const;
+  // The ranks of this machine whose CPUs overlap this rank's (it included), the CPUs they have
+  // between them, and this rank's place among them.
+  struct CoreSharing {
+    int ranks = 0;
+    int cores = 0;
+    int index = 0;
+  };
+  CoreSharing shareCores(const std::vector<PeerInfo>& peers) const;
   void setUpDirect(Bootstrap& bootstrap, const Facts& facts, const std::vector<PeerInfo>& peers,
                    const CommSettings& settings, const std::string& commName, const std::atomic<bool>* callStop);
 

@@ -170,9 +170,13 @@ OpenFiles openFiles() {
 
 int loop(Job& job, size_t count, OpenFiles before) {
   std::vector<float> data(count, 1.0f);
+  auto lastReturn = std::chrono::steady_clock::now();
   for (long iteration = 1;; ++iteration) {
     if (loomAllReduce(data.data(), data.data(), count, loomFloat32, loomSum, job.comm, nullptr) != loomSuccess) {
+      const auto stalled = std::chrono::steady_clock::now() - lastReturn;
       std::printf("error: %s\n", loomGetLastError(job.comm));
+      std::printf("failed %lld ms after its last call\n",
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(stalled).count()));
       std::fflush(stdout);
       loomCommAbort(job.comm);
       const OpenFiles after = openFiles();
@@ -186,6 +190,7 @@ int loop(Job& job, size_t count, OpenFiles before) {
       return 3;
     }
     std::fill(data.begin(), data.end(), 1.0f);
+    lastReturn = std::chrono::steady_clock::now();
     if (iteration == 3) {
       std::printf("ready\n");
       std::fflush(stdout);

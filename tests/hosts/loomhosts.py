@@ -24,6 +24,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 SUBNET = "10.93.0."
@@ -84,6 +85,7 @@ class Host:
     def __init__(self, index, name, address, launcher, init):
         self.index, self.name, self.address = index, name, address
         self.launcher, self.init = launcher, init
+        self.killed = False
 
     def enter(self):
         """The command prefix that runs a program inside this host."""
@@ -91,8 +93,39 @@ class Host:
 
 
 class Job:
-    def __init__(self, processes, layout):
-        self.processes, self.layout = processes, layout
+    """A job's rank processes. Each rank's output goes to files, not pipes: a rank that fills a
+    pipe no one reads yet would stall its collectives and so every other rank."""
+
+    def __init__(self, processes, outputs, layout):
+        self.processes, self.outputs, self.layout = processes, outputs, layout
+
+    def output(self, rank):
+        """What rank `rank` has written so far: (stdout, stderr)."""
+        texts = []
+        for stream in self.outputs[rank]:
+            stream.seek(0)
+            texts.append(stream.read())
+        return tuple(texts)
+
+    def wait_for_line(self, rank, text, timeout):
+        """Until rank `rank` has printed a line containing `text`; False at the timeout or when the
+        rank has exited without it."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.output(rank)[0]:
+                return True
+            if self.processes[rank].poll() is not None:
+                return text in self.output(rank)[0]
+            time.sleep(0.02)
+        return False
+
+    def kill(self, rank):
+        # nsenter forks the rank into the host's PID namespace: kill its whole process group,
+        # which crosses the namespace, not only nsenter.
+        try:
+            os.killpg(self.processes[rank].pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def wait(self, timeout):
         """Waits for every rank (killing those still running at the deadline: returncode None).
@@ -101,12 +134,17 @@ class Job:
         results = []
         for rank, process in enumerate(self.processes):
             try:
-                out, err = process.communicate(timeout=max(0.1, deadline - time.time()))
-                results.append((rank, process.returncode, out, err))
+                process.wait(timeout=max(0.1, deadline - time.time()))
+                code = process.returncode
             except subprocess.TimeoutExpired:
-                process.kill()
-                out, err = process.communicate()
-                results.append((rank, None, out, err))
+                self.kill(rank)
+                process.wait()
+                code = None
+            out, err = self.output(rank)
+            results.append((rank, code, out, err))
+        for streams in self.outputs:
+            for stream in streams:
+                stream.close()
         return results
 
 
@@ -136,6 +174,8 @@ class Cluster:
         # A host's PID 1 outlives its `unshare` (which only waits for it): kill it, and the
         # kernel kills every process left in that host.
         for host in self.hosts:
+            if host.killed:
+                continue  # its pid may belong to another process by now
             try:
                 os.kill(host.init, signal.SIGKILL)
             except ProcessLookupError:
@@ -202,6 +242,7 @@ class Cluster:
         """Every process of host `index` dies at once, as in a power failure (the PID
         namespace's init is killed, and the kernel kills the rest)."""
         os.kill(self.hosts[index].init, signal.SIGKILL)
+        self.hosts[index].killed = True
 
     def add_netem(self, index, spec=("delay", "2ms", "1ms", "loss", "1%", "reorder", "10%", "50%")):
         """Delay, jitter, loss and reordering on host `index`'s link; returns None, or why not."""
@@ -218,7 +259,7 @@ class Cluster:
         job_id = secrets.token_hex(8)
         secret = secrets.token_hex(16)
         master = self.hosts[layout.host_of[0]].address
-        processes = []
+        processes, outputs = [], []
         for rank in range(layout.nranks):
             h = layout.host_of[rank]
             local = layout.hosts[h].index(rank)
@@ -239,10 +280,12 @@ class Cluster:
                 raise ValueError("unknown launcher style " + style)
             variables["LOOM_COMM_SECRET"] = secret
             variables.update(env or {})
+            streams = (tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+"))
+            outputs.append(streams)
             processes.append(subprocess.Popen(self.hosts[h].enter() + list(argv),
                                               env={k: str(v) for k, v in variables.items()},
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        return Job(processes, layout)
+                                              stdout=streams[0], stderr=streams[1], start_new_session=True))
+        return Job(processes, outputs, layout)
 
 
 # Variables a launcher sets per rank, which must not leak from the test's own environment into

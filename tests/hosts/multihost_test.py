@@ -15,7 +15,8 @@ Parts (all by default):
   netem      delay, jitter, loss and reordering on a link where tc netem exists (says why not)
   waiting    3 hosts x 1 rank on this machine's cores, 8 B all-reduce, within 3x of one host's
              3 ranks with shm off: waiting follows the machine, not the host ID
-  badinput   two hosts given one LOOM_HOSTID: a warning, sockets between them, exact results
+  badinput   two hosts given one LOOM_HOSTID: a warning, sockets between them, exact results;
+             also through PyTorch's store (loom_torch, when built)
   linkdown   2 x 2 in a loop; host 1's link goes down: every rank fails within LOOM_TIMEOUT_MS
              naming a rank of the other host and that host, and holds no memfd afterwards
   killhost   3 x 1 in a loop; host 1's processes are all killed: the survivors fail within
@@ -34,6 +35,7 @@ import loomhosts  # noqa: E402
 SKIP = 77
 TIMEOUT_MS = 3000
 FAILURES = []
+HOST_RANK = None
 
 
 def report(ok, what):
@@ -170,7 +172,6 @@ def netem(cluster, host_rank, port):
     for rank, code, out, err in results:
         report(code == 0, "netem 2x2 (2 ms +- 1 ms, 1% loss, 10% reordering on host 1): rank %d exit %s %s"
                % (rank, code, "" if code == 0 else tail(out + err)))
-    cluster.hosts[1].enter()
     subprocess.run(cluster.hosts[1].enter() + ["tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
     return port + 2
 
@@ -217,17 +218,39 @@ def same_host_id(cluster, host_rank, port):
         report(code == 0 and warned and connections(err).get((rank, 1 - rank)) == "socket",
                "one LOOM_HOSTID on two hosts: rank %d warned, used a socket and stayed exact (exit %s)%s" % (
                    rank, code, "" if code == 0 and warned else ": " + tail(out + err)))
+    return same_host_id_through_a_store(cluster, port + 2)
+
+
+# PyTorch's process group over c10d's TCPStore (env://): Loom meets through the store
+# (loomCommInitRankStore), whose choice of listen address must also tell the two hosts apart.
+TORCH_RANK = ("import os, torch, torch.distributed as dist, loom_torch\n"
+              "dist.init_process_group('loom', init_method='env://')\n"
+              "t = torch.arange(1001, dtype=torch.float32) * (dist.get_rank() + 1)\n"
+              "dist.all_reduce(t)\n"
+              "want = torch.arange(1001, dtype=torch.float32) * 3\n"
+              "print('exact' if torch.equal(t, want) else 'wrong', flush=True)\n"
+              "dist.destroy_process_group()\n")
+
+
+def same_host_id_through_a_store(cluster, port):
+    python = os.path.join(os.path.dirname(HOST_RANK), "..", "..", "python")
+    if not os.path.isdir(os.path.join(python, "loom_torch")) or not os.path.exists("/usr/bin/python3"):
+        print("SKIP one LOOM_HOSTID through PyTorch's store: loom_torch is not built here", flush=True)
+        return port
+    layout = loomhosts.Layout.parse("2x1")
+    results = cluster.launch(layout, ["/usr/bin/python3", "-c", TORCH_RANK], port=port,
+                             env={"LOOM_HOSTID": "one-id-for-two-hosts", "PYTHONPATH": os.path.abspath(python),
+                                  "LOOM_TIMEOUT_MS": 20000}).wait(120)
+    for rank, code, out, err in results:
+        report(code == 0 and "exact" in out, "one LOOM_HOSTID on two hosts through PyTorch's store: rank %d exact "
+               "(exit %s)%s" % (rank, code, "" if code == 0 and "exact" in out else ": " + tail(out + err)))
     return port + 2
 
 
 # ---- host failures ---------------------------------------------------------------------------
 def wait_ready(job, ranks, limit=60):
-    deadline = time.time() + limit
     for rank in ranks:
-        while time.time() < deadline:
-            line = job.processes[rank].stdout.readline()
-            if not line or "ready" in line:
-                break
+        job.wait_for_line(rank, "ready", limit)
 
 
 def check_survivors(cluster, job, layout, lost_of, started, what, root_port):
@@ -240,6 +263,13 @@ def check_survivors(cluster, job, layout, lost_of, started, what, root_port):
         lost_ranks = layout.hosts[lost_of[rank]]
         took = time.time() - started
         error = next((line for line in out.splitlines() if line.startswith("error:")), "")
+        stalled = re.search(r"failed (\d+) ms after its last call", out)
+        # The timeout, the grace a rank waiting on its own host gives a neighbour's report
+        # (min(timeout/10, 500 ms)), and a margin for a loaded machine.
+        limit_ms = TIMEOUT_MS + min(TIMEOUT_MS // 10, 500) + 1000
+        report(stalled is not None and int(stalled.group(1)) <= limit_ms,
+               "%s: rank %d failed within LOOM_TIMEOUT_MS (%d ms) + grace + 1 s of its last call: %s"
+               % (what, rank, TIMEOUT_MS, stalled.group(0) if stalled else "no timing line"))
         fds = re.search(r"fds: before (\d+) after (\d+) memfd (\d+) new:(.*)", out)
         names = lost_name in error and any(re.search(r"\brank %d\b" % r, error) for r in lost_ranks)
         report(code == 3 and names, "%s: rank %d failed (exit %s, within %.1f s of a %d ms timeout) naming a rank of "
@@ -284,7 +314,8 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    host_rank = os.path.abspath(sys.argv[1])
+    global HOST_RANK
+    host_rank = HOST_RANK = os.path.abspath(sys.argv[1])
     parts = sys.argv[2:] or PARTS
     why = loomhosts.skip_reason()
     if why:

@@ -10,7 +10,7 @@ Layouts: KxR (ranks 0..R-1 on host 0, ...), KxR/cyclic (rank r on host r mod K, 
 `srun --distribution=cyclic`), A+B+... (A ranks on host 0, B on host 1, ...). Each rank's
 output is printed with a "[rank R hostH]" prefix; the exit status is the first failing rank's.
 On real machines the same program runs with `mpirun --host a,b`, `srun -N 2` or
-`torchrun --nnodes 2` (README, "Across hosts").
+`torchrun --nnodes 2` (README, "Run across hosts").
 """
 import argparse
 import os
