@@ -396,5 +396,19 @@ TEST(HierarchicalSchedules, AllReduceOf64HostsOf8Ranks) {
   }
 }
 
+// The other four at 64 x 8, one count each (most units empty, some not), one root off the
+// first host and off local index 0.
+TEST(HierarchicalSchedules, OtherCollectivesOf64HostsOf8Ranks) {
+  for (const HostLayout& hosts : {hostMajor(64, 8), cyclic(64, 8)}) {
+    for (Collective collective : {Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast,
+                                  Collective::Reduce}) {
+      CollectiveShape shape = shapeOf(collective, hosts, collective == Collective::AllGather ||
+                                                             collective == Collective::ReduceScatter ? 1 : 67);
+      shape.root = 8 * 37 + 5;
+      checkSymbolic(shape, collective == Collective::Broadcast);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace loom::algo
