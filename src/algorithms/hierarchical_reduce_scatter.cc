@@ -21,12 +21,8 @@ namespace loom::algo {
 
 Schedule hierarchicalReduceScatter(const CollectiveShape& shape) {
   const HostPlace place = hostPlace(shape);
-  const int k = place.hosts, r = place.local;
   const size_t blockBytes = shape.count * shape.elementBytes;
-  std::vector<size_t> rankOf(static_cast<size_t>(k * r));
-  for (int i = 0; i < k; ++i) {
-    for (int j = 0; j < r; ++j) rankOf[static_cast<size_t>(i * r + j)] = static_cast<size_t>(place.rankAt(i, j));
-  }
+  const std::vector<size_t> rankOf = unitRanks(place);
   // Send and scratch hold every unit at its rank's block; recv only this rank's, at 0.
   UnitRings rings(shape, place, std::vector<size_t>(rankOf.size(), blockBytes),
                   [&rankOf, blockBytes](Buffer buffer, int unit) {

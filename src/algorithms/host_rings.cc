@@ -17,6 +17,16 @@ HostPlace hostPlace(const CollectiveShape& shape) {
   return HostPlace{layout, layout->hosts(), layout->ranksPerHost(), layout->hostOf[rank], layout->localOf[rank]};
 }
 
+std::vector<size_t> unitRanks(const HostPlace& place) {
+  std::vector<size_t> rankOf(static_cast<size_t>(place.hosts * place.local));
+  for (int i = 0; i < place.hosts; ++i) {
+    for (int j = 0; j < place.local; ++j) {
+      rankOf[static_cast<size_t>(i * place.local + j)] = static_cast<size_t>(place.rankAt(i, j));
+    }
+  }
+  return rankOf;
+}
+
 PhaseRing ringWithinHost(const HostPlace& place) {
   return PhaseRing{place.local, place.index, place.rankAt(place.host, place.index - 1),
                    place.rankAt(place.host, place.index + 1)};

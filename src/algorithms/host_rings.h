@@ -44,6 +44,9 @@ struct HostPlace {
   int localPosition(int rootIndex) const { return ((index - rootIndex) % local + local) % local; }
 };
 HostPlace hostPlace(const CollectiveShape& shape);
+// By unit (host i, local index j) = i * R + j: the rank it belongs to (all-gather and
+// reduce-scatter keep a rank's unit at that rank's block).
+std::vector<size_t> unitRanks(const HostPlace& place);
 
 // One ring of a phase: its member count, this rank's position in it, and its neighbours.
 struct PhaseRing {

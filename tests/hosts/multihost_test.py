@@ -326,18 +326,10 @@ def main():
         print("hosts: " + ", ".join("%s %s" % (h.name, h.address) for h in cluster.hosts), flush=True)
         if "isolation" in parts:
             isolation(cluster)
-        if "exact" in parts:
-            port = exact(cluster, host_rank, port)
-        if "deterministic" in parts:
-            port = deterministic(cluster, host_rank, port)
-        if "netem" in parts:
-            port = netem(cluster, host_rank, port)
-        if "waiting" in parts:
-            port = waiting(cluster, host_rank, port)
-        if "badinput" in parts:
-            port = same_host_id(cluster, host_rank, port)
-        if "linkdown" in parts:
-            port = link_down(cluster, host_rank, port)
+        for part, run in (("exact", exact), ("deterministic", deterministic), ("netem", netem), ("waiting", waiting),
+                          ("badinput", same_host_id), ("linkdown", link_down)):
+            if part in parts:
+                port = run(cluster, host_rank, port)
     if "killhost" in parts:
         with loomhosts.Cluster(3) as cluster:  # a fresh cluster: this part kills one of its hosts
             kill_host(cluster, host_rank, port)
