@@ -284,26 +284,26 @@ def check_survivors(cluster, job, layout, lost_of, started, what, root_port):
                % (what, rank, " but the root's listener" if rank == 0 else "", fds.group(0) if fds else "no fd line"))
 
 
-def link_down(cluster, host_rank, port):
-    layout = loomhosts.Layout.parse("2x2")
+def lose_host(cluster, host_rank, port, layout, cause, lost_of, what):
+    """Runs the rank loop on `layout`, calls `cause` once every rank is ready, checks the survivors."""
     job = cluster.launch(layout, [host_rank, "loop", "4096"], port=port, env={"LOOM_TIMEOUT_MS": TIMEOUT_MS})
     wait_ready(job, range(layout.nranks))
-    cluster.link_down(1)
-    started = time.time()
+    cause()
+    check_survivors(cluster, job, layout, lost_of, time.time(), what, port + 1)
+
+
+def link_down(cluster, host_rank, port):
+    layout = loomhosts.Layout.parse("2x2")
     # Each side has lost the other: host 0's ranks must name host 1, and host 1's host 0.
     lost_of = {rank: 1 - layout.host_of[rank] for rank in range(layout.nranks)}
-    check_survivors(cluster, job, layout, lost_of, started, "link down", port + 1)
+    lose_host(cluster, host_rank, port, layout, lambda: cluster.link_down(1), lost_of, "link down")
     cluster.switch_ip(["link", "set", "h1", "up"])
     return port + 2
 
 
 def kill_host(cluster, host_rank, port):
     layout = loomhosts.Layout.parse("3x1")
-    job = cluster.launch(layout, [host_rank, "loop", "4096"], port=port, env={"LOOM_TIMEOUT_MS": TIMEOUT_MS})
-    wait_ready(job, range(layout.nranks))
-    cluster.kill_host(1)
-    started = time.time()
-    check_survivors(cluster, job, layout, {0: 1, 2: 1}, started, "host killed", port + 1)
+    lose_host(cluster, host_rank, port, layout, lambda: cluster.kill_host(1), {0: 1, 2: 1}, "host killed")
     return port + 2
 
 

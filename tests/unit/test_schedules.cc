@@ -22,6 +22,20 @@ std::vector<size_t> countsFor(int n) {
           static_cast<size_t>(n + 1), 7, 100, 1003};
 }
 
+// Pieces of 16 elements: many pieces at most counts, so the schedules really pipeline.
+CollectiveShape pipelinedShape(Collective collective, int n, size_t count, int root, bool average,
+                               bool deterministic) {
+  CollectiveShape shape;
+  shape.collective = collective;
+  shape.nranks = n;
+  shape.count = count;
+  shape.root = root;
+  shape.average = average;
+  shape.deterministic = deterministic;
+  shape.pieceBytes = 8 * 16;
+  return shape;
+}
+
 void checkShape(CollectiveShape shape, bool inPlace) {
   SCOPED_TRACE(std::string(collectiveName(shape.collective)) + " n=" + std::to_string(shape.nranks) +
                " count=" + std::to_string(shape.count) + " root=" + std::to_string(shape.root) +
@@ -40,14 +54,7 @@ TEST(Schedules, EveryCollectiveAndRankCountIsExact) {
             if (average && (collective == Collective::AllGather || collective == Collective::Broadcast)) continue;
             std::vector<int> roots = rooted ? std::vector<int>{0, n / 2, n - 1} : std::vector<int>{0};
             for (int root : roots) {
-              CollectiveShape shape;
-              shape.collective = collective;
-              shape.nranks = n;
-              shape.count = count;
-              shape.root = root;
-              shape.average = average;
-              shape.pieceBytes = 8 * 16;  // 16 elements a piece: many pieces, real pipelining
-              checkShape(shape, inPlace);
+              checkShape(pipelinedShape(collective, n, count, root, average, false), inPlace);
               if (HasFailure()) return;
             }
           }
@@ -158,18 +165,6 @@ bool blockPerRank(Collective collective) {
   return collective == Collective::AllGather || collective == Collective::ReduceScatter;
 }
 
-CollectiveShape wideShape(Collective collective, int n, size_t count, int root, bool average, bool deterministic) {
-  CollectiveShape shape;
-  shape.collective = collective;
-  shape.nranks = n;
-  shape.count = count;
-  shape.root = root;
-  shape.average = average;
-  shape.deterministic = deterministic;
-  shape.pieceBytes = 8 * 16;
-  return shape;
-}
-
 // Every collective in and out of place, avg and not, the first and last rank as root; both
 // counts of each collective, or only the larger one (`bothCounts` false: fewer shapes).
 void checkEveryCollectiveAt(int n, bool bothCounts) {
@@ -184,7 +179,7 @@ void checkEveryCollectiveAt(int n, bool bothCounts) {
         for (bool average : {false, true}) {
           if (average && !hasOp(collective)) continue;
           for (int root : rooted ? std::vector<int>{0, n - 1} : std::vector<int>{0}) {
-            checkShape(wideShape(collective, n, count, root, average, false), inPlace);
+            checkShape(pipelinedShape(collective, n, count, root, average, false), inPlace);
             if (::testing::Test::HasFailure()) return;
           }
         }
@@ -211,7 +206,7 @@ TEST(Schedules, DeterministicReductionsAreExactPastSixtyFourRanks) {
       for (bool inPlace : {false, true}) {
         if (n > 65 && (inPlace || collective == Collective::ReduceScatter)) continue;
         const size_t count = collective == Collective::ReduceScatter ? 1 : 3;
-        checkShape(wideShape(collective, n, count, n - 1, /*average=*/!inPlace, true), inPlace);
+        checkShape(pipelinedShape(collective, n, count, n - 1, /*average=*/!inPlace, true), inPlace);
         if (HasFailure()) return;
       }
     }
@@ -220,7 +215,7 @@ TEST(Schedules, DeterministicReductionsAreExactPastSixtyFourRanks) {
 
 // The check looks at every word: rank 64 missing from one element of 65 ranks' all-reduce.
 TEST(Schedules, VerificationSeesRanksPastTheFirstWord) {
-  const CollectiveShape shape = wideShape(Collective::AllReduce, 65, 65, 0, true, false);
+  const CollectiveShape shape = pipelinedShape(Collective::AllReduce, 65, 65, 0, true, false);
   SimulationOutput output = simulate(shape, false);
   ASSERT_EQ(verifySymbolic(shape, false, output), "");
   output.recv[3].bits(7)[1] &= ~uint64_t{1};  // rank 64: word 1, bit 0
@@ -233,24 +228,24 @@ TEST(Schedules, VerificationSeesRanksPastTheFirstWord) {
 constexpr int kWide = 512;
 
 TEST(Schedules, AllReduceIsExactAtFiveHundredTwelveRanks) {
-  checkShape(wideShape(Collective::AllReduce, kWide, kWide, 0, true, false), false);
+  checkShape(pipelinedShape(Collective::AllReduce, kWide, kWide, 0, true, false), false);
 }
 
 TEST(Schedules, AllGatherIsExactAtFiveHundredTwelveRanks) {
-  checkShape(wideShape(Collective::AllGather, kWide, 1, 0, false, false), true);
+  checkShape(pipelinedShape(Collective::AllGather, kWide, 1, 0, false, false), true);
 }
 
 TEST(Schedules, ReduceScatterIsExactAtFiveHundredTwelveRanks) {
-  checkShape(wideShape(Collective::ReduceScatter, kWide, 1, 0, true, false), false);
+  checkShape(pipelinedShape(Collective::ReduceScatter, kWide, 1, 0, true, false), false);
 }
 
 TEST(Schedules, BroadcastAndReduceAreExactAtFiveHundredTwelveRanks) {
-  checkShape(wideShape(Collective::Broadcast, kWide, kWide, kWide - 1, false, false), false);
-  checkShape(wideShape(Collective::Reduce, kWide, kWide, kWide / 2, true, false), true);
+  checkShape(pipelinedShape(Collective::Broadcast, kWide, kWide, kWide - 1, false, false), false);
+  checkShape(pipelinedShape(Collective::Reduce, kWide, kWide, kWide / 2, true, false), true);
 }
 
 TEST(Schedules, DeterministicAllReduceIsExactAtFiveHundredTwelveRanks) {
-  checkShape(wideShape(Collective::AllReduce, kWide, 1, 0, true, true), false);
+  checkShape(pipelinedShape(Collective::AllReduce, kWide, 1, 0, true, true), false);
 }
 
 TEST(Schedules, RingInRingOrderTalksOnlyToRingNeighbours) {
