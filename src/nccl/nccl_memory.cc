@@ -10,17 +10,11 @@
 
 using namespace loom::nccl;
 
-namespace {
-
 // What an ncclWindow_t points to: the registration behind it and the communicator it is of.
-struct Window {
+struct ncclWindow_vidmem {
   loomComm_t comm;
   void* registration;
 };
-
-}  // namespace
-
-struct ncclWindow_vidmem : Window {};
 
 namespace {
 
@@ -63,7 +57,7 @@ LOOM_NCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buf
   void* registration = nullptr;
   const ncclResult_t registered = forward(loomCommRegister(toLoom(comm), buff, size, &registration));
   if (registered != ncclSuccess) return registered;
-  ncclWindow_vidmem* window = new (std::nothrow) ncclWindow_vidmem{{toLoom(comm), registration}};
+  ncclWindow_vidmem* window = new (std::nothrow) ncclWindow_vidmem{toLoom(comm), registration};
   if (window == nullptr) {
     (void)loomCommDeregister(toLoom(comm), registration);
     return refuse(ncclSystemError, "ncclCommWindowRegister", "out of memory");

@@ -101,7 +101,7 @@ class Nvml {
 };
 
 // NVML's "00000000:3B:00.0" in the model's spelling, "0000:3b:00.0".
-std::string normalizeBusId(const std::string& nvmlBusId) {
+std::string busIdFromNvml(const std::string& nvmlBusId) {
   size_t colon = nvmlBusId.find(':');
   if (colon == std::string::npos) return "";
   unsigned long domain = std::strtoul(nvmlBusId.substr(0, colon).c_str(), nullptr, 16);
@@ -149,7 +149,7 @@ void addLinksOfGpu(const Nvml& nvml, System& system, int gpu, NvSwitchFold& fold
     }
     NvmlPciInfo remote{};
     if (nvml.remotePciInfo_(device, link, &remote) != kNvmlSuccess) continue;
-    std::string remoteBusId = normalizeBusId(remote.busId);
+    std::string remoteBusId = busIdFromNvml(remote.busId);
     unsigned remoteType = kRemoteGpu;
     bool typeKnown =
         nvml.remoteDeviceType_ && nvml.remoteDeviceType_(device, link, &remoteType) == kNvmlSuccess;

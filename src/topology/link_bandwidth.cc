@@ -3,9 +3,10 @@
 #include "topology/link_bandwidth.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
+
+#include "topology/ascii_text.h"
 
 namespace loom::topology {
 
@@ -13,11 +14,6 @@ namespace {
 
 bool contains(const std::string& text, const char* needle) {
   return text.find(needle) != std::string::npos;
-}
-
-std::string lowerCase(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 // NCCL stores CPUID family as base + (extended << 4) (AMD Milan: 0xF + 0xA0 = 175); the

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "topology/ascii_text.h"
 #include "topology/bounded_file.h"
 #include "topology/link_bandwidth.h"
 #include "topology/topo_xml.h"
@@ -17,15 +18,6 @@
 namespace loom::topology {
 
 namespace {
-
-bool startsWith(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
-
-std::string lowerCase(std::string text) {
-  for (char& c : text) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return text;
-}
 
 // "07:00.0" -> "0000:07:00.0"; lower case, as sysfs and NCCL write them.
 std::string normalizeBusId(const std::string& busId) {

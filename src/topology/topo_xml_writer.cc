@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "topology/ascii_text.h"
 #include "topology/link_bandwidth.h"
 #include "topology/topo_xml.h"
 
@@ -35,8 +36,6 @@ std::string formatHex(uint64_t value) {
   std::snprintf(buffer, sizeof(buffer), "0x%llx", static_cast<unsigned long long>(value));
   return buffer;
 }
-
-bool startsWith(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
 bool isGpuClass(const std::string& pciClass) {
   return startsWith(pciClass, "0x03") || startsWith(pciClass, "0x12");

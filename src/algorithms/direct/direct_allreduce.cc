@@ -5,15 +5,11 @@
 #include <cstring>
 
 #include "algorithms/direct/arena_engine.h"
+#include "algorithms/direct/byte_offset.h"
 #include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 
 namespace loom::algo {
-
-namespace {
-const char* at(const void* base, size_t offset) { return static_cast<const char*>(base) + offset; }
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-}  // namespace
 
 void ArenaEngine::reducePosted(const CallSpec& call, void* dst, size_t offset) {
   const uint64_t sequence = call.sequence;
@@ -60,7 +56,7 @@ void ArenaEngine::allReduceSingleCopy(const CallSpec& call, const Describe& desc
   for (size_t position = begin; position < end; position += chunkElements) {
     const size_t elements = std::min(chunkElements, end - position);
     const size_t offset = position * elementSize;
-    reduceFromPeers(call, offset, elements * elementSize, at(call.send, offset), at(call.recv, offset), peers,
+    reduceFromPeers(call, offset, elements * elementSize, byteAt(call.send, offset), byteAt(call.recv, offset), peers,
                     stream, describe);
     publishProgress(sequence, ++chunk);
   }
@@ -78,7 +74,7 @@ void ArenaEngine::allReduceSingleCopy(const CallSpec& call, const Describe& desc
       const size_t first = ownerBegin + copied * chunkElements;
       const size_t last = std::min(ownerEnd, ownerBegin + ready * chunkElements);
       const size_t offset = first * elementSize;
-      copyFromPeer(owner, peers[owner].recv + offset, at(call.recv, offset), (last - first) * elementSize, stream,
+      copyFromPeer(owner, peers[owner].recv + offset, byteAt(call.recv, offset), (last - first) * elementSize, stream,
                    describe);
       copied = ready;
     }

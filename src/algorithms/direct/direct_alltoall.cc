@@ -7,13 +7,9 @@
 #include <cstring>
 
 #include "algorithms/direct/arena_engine.h"
+#include "algorithms/direct/byte_offset.h"
 
 namespace loom::algo {
-
-namespace {
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-const char* at(const void* base, size_t offset) { return static_cast<const char*>(base) + offset; }
-}  // namespace
 
 // Every rank posts its whole input (n blocks); rank r's output block i is block r of rank i's.
 void ArenaEngine::allToAllEager(const CallSpec& call, const Describe& describe) {
@@ -24,8 +20,8 @@ void ArenaEngine::allToAllEager(const CallSpec& call, const Describe& describe) 
   if (block == 0) return;
   const size_t mine = static_cast<size_t>(rank_) * block;
   for (int rank = 0; rank < nranks_; ++rank) {
-    const char* source = rank == rank_ ? at(call.send, mine) : peerPayload(rank, sequence) + mine;
-    std::memcpy(at(call.recv, static_cast<size_t>(rank) * block), source, block);
+    const char* source = rank == rank_ ? byteAt(call.send, mine) : peerPayload(rank, sequence) + mine;
+    std::memcpy(byteAt(call.recv, static_cast<size_t>(rank) * block), source, block);
   }
 }
 
@@ -37,7 +33,7 @@ void ArenaEngine::gatherEager(const CallSpec& call, const Describe& describe) {
   awaitPosts(call, describe);
   if (block == 0 || rank_ != call.root) return;
   for (int rank = 0; rank < nranks_; ++rank) {
-    char* destination = at(call.recv, static_cast<size_t>(rank) * block);
+    char* destination = byteAt(call.recv, static_cast<size_t>(rank) * block);
     const void* source = rank == rank_ ? call.send : peerPayload(rank, sequence);
     if (source != destination) std::memcpy(destination, source, block);
   }
@@ -52,7 +48,7 @@ void ArenaEngine::scatterEager(const CallSpec& call, const Describe& describe) {
   awaitPosts(call, describe);
   if (block == 0) return;
   const size_t mine = static_cast<size_t>(rank_) * block;
-  const char* source = root ? at(call.send, mine) : peerPayload(call.root, sequence) + mine;
+  const char* source = root ? byteAt(call.send, mine) : peerPayload(call.root, sequence) + mine;
   if (source != call.recv) std::memcpy(call.recv, source, block);
 }
 

@@ -4,23 +4,20 @@
 #include <cstring>
 
 #include "algorithms/direct/arena_engine.h"
+#include "algorithms/direct/byte_offset.h"
 
 namespace loom::algo {
-
-namespace {
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-}  // namespace
 
 void ArenaEngine::allGather(const CallSpec& call, const Describe& describe) {
   const size_t bytes = call.count * elementBytes(call);
   const uint64_t sequence = call.sequence;
-  void* own = at(call.recv, static_cast<size_t>(rank_) * bytes);
+  void* own = byteAt(call.recv, static_cast<size_t>(rank_) * bytes);
   if (eager(call)) {
     publish(call, call.send, bytes, describe);
     awaitPosts(call, describe);
     if (bytes == 0) return;
     for (int rank = 0; rank < nranks_; ++rank) {
-      void* destination = at(call.recv, static_cast<size_t>(rank) * bytes);
+      void* destination = byteAt(call.recv, static_cast<size_t>(rank) * bytes);
       if (rank == rank_ && call.send == destination) continue;  // in place
       std::memcpy(destination, rank == rank_ ? call.send : peerPayload(rank, sequence), bytes);
     }
@@ -32,7 +29,7 @@ void ArenaEngine::allGather(const CallSpec& call, const Describe& describe) {
   if (call.send != own) std::memcpy(own, call.send, bytes);
   for (int step = 1; step < nranks_; ++step) {
     const int peer = (rank_ + step) % nranks_;
-    copyFromPeer(peer, peerAddresses(peer, sequence).send, at(call.recv, static_cast<size_t>(peer) * bytes), bytes,
+    copyFromPeer(peer, peerAddresses(peer, sequence).send, byteAt(call.recv, static_cast<size_t>(peer) * bytes), bytes,
                  streaming(bytes * static_cast<size_t>(nranks_)), describe);
   }
   finishAndAwaitPeers(sequence, describe);

@@ -4,14 +4,10 @@
 #include <algorithm>
 
 #include "algorithms/direct/arena_engine.h"
+#include "algorithms/direct/byte_offset.h"
 #include "kernels/host/host_reduce.h"
 
 namespace loom::algo {
-
-namespace {
-const char* at(const void* base, size_t offset) { return static_cast<const char*>(base) + offset; }
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-}  // namespace
 
 void ArenaEngine::reduceScatter(const CallSpec& call, const Describe& describe) {
   const size_t elementSize = elementBytes(call);
@@ -33,7 +29,7 @@ void ArenaEngine::reduceScatter(const CallSpec& call, const Describe& describe) 
   const size_t chunkBytes = std::max(elementSize, settings_.chunkBytes / elementSize * elementSize);
   for (size_t offset = 0; offset < segmentBytes; offset += chunkBytes) {
     const size_t bytes = std::min(chunkBytes, segmentBytes - offset);
-    reduceFromPeers(call, base + offset, bytes, at(call.send, base + offset), at(call.recv, offset), peers,
+    reduceFromPeers(call, base + offset, bytes, byteAt(call.send, base + offset), byteAt(call.recv, offset), peers,
                     streaming(segmentBytes), describe);
   }
   finishAndAwaitPeers(sequence, describe);
@@ -60,7 +56,7 @@ void ArenaEngine::reduce(const CallSpec& call, const Describe& describe) {
     const size_t chunkBytes = std::max(elementSize, settings_.chunkBytes / elementSize * elementSize);
     for (size_t offset = 0; offset < bytes; offset += chunkBytes) {
       const size_t length = std::min(chunkBytes, bytes - offset);
-      reduceFromPeers(call, offset, length, at(call.send, offset), at(call.recv, offset), peers,
+      reduceFromPeers(call, offset, length, byteAt(call.send, offset), byteAt(call.recv, offset), peers,
                       streaming(bytes), describe);
     }
   }
