@@ -82,6 +82,7 @@ using MatchFn = std::function<bool(uint64_t got, uint64_t want)>;
 inline bool bitwiseEqual(uint64_t got, uint64_t want) { return got == want; }
 
 enum class Coll { AllReduce, ReduceScatter, Reduce };
+inline constexpr Coll kColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::Reduce};
 inline const char* collLabel(Coll coll) {
   return coll == Coll::AllReduce ? "allreduce" : coll == Coll::ReduceScatter ? "reducescatter" : "reduce";
 }

@@ -3,7 +3,7 @@
 // size limit. A device (/dev/zero, /dev/urandom), a FIFO, a directory or an oversized file is a
 // clear error naming the file, at once; a malformed file names the file and the line.
 //
-// Each case runs in a forked child under a guard: killed after kGuardSeconds, and (outside
+// Each case runs in a forked child under a guard: killed after kBoundedGuardSeconds, and (outside
 // AddressSanitizer, whose shadow memory needs the address space) limited to kGuardBytes of
 // address space, so that a reader that slurps an endless device fails the test quickly
 // instead of eating the machine.
@@ -39,9 +39,9 @@ namespace loom::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kGuardSeconds = 10;
+constexpr int kBoundedGuardSeconds = 10;
 constexpr rlim_t kGuardBytes = rlim_t{3} << 30;
-constexpr double kPromptSeconds = 1.0;
+constexpr double kBoundedPromptSeconds = 1.0;
 
 void limitAddressSpace() {
 #ifndef LOOM_TEST_ASAN
@@ -51,7 +51,7 @@ void limitAddressSpace() {
 }
 
 // Runs `body` in a guarded child; the child fails if `body` does not throw a loom::Error with
-// `code` whose message holds every fragment, within kPromptSeconds.
+// `code` whose message holds every fragment, within kBoundedPromptSeconds.
 void expectPromptError(const std::function<void()>& body, loomResult_t code,
                        const std::vector<std::string>& fragments) {
   auto outcomes = runProcesses(1, [&](int) {
@@ -66,11 +66,11 @@ void expectPromptError(const std::function<void()>& body, loomResult_t code,
       for (const std::string& fragment : fragments) {
         LOOM_REQUIRE(message.find(fragment) != std::string::npos, "lacks '" + fragment + "': " + message);
       }
-      LOOM_REQUIRE(seconds < kPromptSeconds, "took " + std::to_string(seconds) + " s: " + message);
+      LOOM_REQUIRE(seconds < kBoundedPromptSeconds, "took " + std::to_string(seconds) + " s: " + message);
       return;
     }
     LOOM_REQUIRE(false, "no error");
-  }, kGuardSeconds);
+  }, kBoundedGuardSeconds);
   EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].describe();
 }
 
@@ -174,7 +174,7 @@ void expectInitRefuses(const char* variable, const char* path) {
     LOOM_REQUIRE(message.find(path) != std::string::npos, message);
     LOOM_REQUIRE(message.find("not a regular file") != std::string::npos, message);
     LOOM_REQUIRE(seconds < 2.0, "took " + std::to_string(seconds) + " s");
-  }, kGuardSeconds);
+  }, kBoundedGuardSeconds);
   EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].describe();
 }
 

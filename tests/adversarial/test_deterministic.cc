@@ -124,7 +124,6 @@ struct Grid {
 constexpr loomDataType_t kTypes[] = {loomInt8,   loomUint8,   loomInt32,   loomUint32,  loomInt64,
                                      loomUint64, loomFloat16, loomFloat32, loomFloat64, loomBfloat16};
 constexpr loomRedOp_t kOps[] = {loomSum, loomProd, loomMax, loomMin, loomAvg};
-constexpr Coll kColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::Reduce};
 
 // Every type x op x collective x count on one communicator. Reduce-scatter's recvcount is
 // count / n rounded up, so its input (n * recvcount) stays near `count` elements.

@@ -30,7 +30,6 @@ const std::vector<Path>& allPaths() {
   return paths;
 }
 
-constexpr Coll kColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::Reduce};
 // 7 and 4095 run on the direct engine by default; 65537 float32 takes the ring everywhere.
 constexpr size_t kCounts[] = {7, 4095, 65537};
 

@@ -40,13 +40,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kGuardSeconds = 20;
+constexpr int kTombstoneGuardSeconds = 20;
 
-double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double secondsSinceStart(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Waits (bounded) until `flag` is set by another process.
 void awaitFlag(const std::atomic<int>& flag, const char* what) {
-  const auto giveUp = Clock::now() + std::chrono::seconds(kGuardSeconds);
+  const auto giveUp = Clock::now() + std::chrono::seconds(kTombstoneGuardSeconds);
   while (flag.load() == 0) {
     LOOM_REQUIRE(Clock::now() < giveUp, std::string("never happened: ") + what);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -77,7 +77,7 @@ void expectLateRankRefused(const loomUniqueId& id, const std::string& mention) {
   loomComm_t comm = nullptr;
   const auto start = Clock::now();
   const loomResult_t result = loomCommInitRank(&comm, 1, id, 0);
-  const double seconds = secondsSince(start);
+  const double seconds = secondsSinceStart(start);
   const std::string message = loomGetLastError(nullptr);
   LOOM_REQUIRE(result == loomInvalidUsage, std::string(loomGetErrorString(result)) + ": " + message);
   LOOM_REQUIRE(message.find(mention) != std::string::npos, "no '" + mention + "' in: " + message);
@@ -104,7 +104,7 @@ TEST(RootTombstones, AProcessPinsItsNextCommunicatorsToTheSameAddress) {
     LOOM_REQUIRE(message.find("the rendezvous of an earlier communicator of this process still listens at " +
                               address) != std::string::npos,
                  message);
-  }, kGuardSeconds);
+  }, kTombstoneGuardSeconds);
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
@@ -135,7 +135,7 @@ TEST(RootTombstones, AnAddressAnotherProgramHoldsIsAClearError) {
     LOOM_REQUIRE(result == loomSystemError, std::string(loomGetErrorString(result)) + ": " + message);
     LOOM_REQUIRE(message.find("the root cannot listen at " + address + ": the address is in use") != std::string::npos,
                  message);
-  }, kGuardSeconds);
+  }, kTombstoneGuardSeconds);
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
@@ -161,14 +161,14 @@ TEST(RootTombstones, BackToBackEnvInitsOfOneJobMeetAtTheNextRoot) {
       loomComm_t comm = nullptr;
       const loomResult_t result = loomCommInitFromEnv(&comm);
       LOOM_REQUIRE(result == loomSuccess, which + loomGetErrorString(result) + ": " + loomGetLastError(nullptr));
-      LOOM_REQUIRE(secondsSince(start) < 5.0, which + "took " + std::to_string(secondsSince(start)) + " s");
+      LOOM_REQUIRE(secondsSinceStart(start) < 5.0, which + "took " + std::to_string(secondsSinceStart(start)) + " s");
       int32_t value = rank + 1;
       LOOM_REQUIRE(loomAllReduce(&value, &value, 1, loomInt32, loomSum, comm, nullptr) == loomSuccess,
                    which + loomGetLastError(comm));
       LOOM_REQUIRE(value == 3, which + "all-reduce gave " + std::to_string(value));
       LOOM_REQUIRE(loomCommDestroy(comm) == loomSuccess, which + loomGetLastError(nullptr));
     }
-  }, kGuardSeconds);
+  }, kTombstoneGuardSeconds);
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
@@ -213,7 +213,7 @@ TEST(RootTombstones, AProcessKeepsTheSixteenMostRecent) {
     expectLateRankRefused(shared->ids[0], "no longer accepts ranks");
     expectLateRankRefused(shared->ids[1], "no longer accepts ranks");
     shared->checked.store(1);
-  }, kGuardSeconds);
+  }, kTombstoneGuardSeconds);
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
@@ -250,7 +250,7 @@ TEST(RootTombstones, RootsOfLoomsOwnRanksLeaveNone) {
     const int after = openDescriptors();
     LOOM_REQUIRE(after <= before, std::to_string(after - before) + " more descriptors open");
     expectLateRankRefused(id, "already formed with 1 rank (0)");
-  }, kGuardSeconds);
+  }, kTombstoneGuardSeconds);
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }
 
@@ -275,7 +275,7 @@ TEST(RootTombstones, AForkedChildDoesNotKeepTheRootsPortOpen) {
       LOOM_REQUIRE(child >= 0, "fork failed");
       if (child == 0) {
         shared->childRuns.store(1);  // past fork(): its fork handlers have run
-        std::this_thread::sleep_for(std::chrono::seconds(kGuardSeconds));
+        std::this_thread::sleep_for(std::chrono::seconds(kTombstoneGuardSeconds));
         _exit(0);
       }
       shared->child.store(child);
@@ -291,7 +291,7 @@ TEST(RootTombstones, AForkedChildDoesNotKeepTheRootsPortOpen) {
     // The child lives on; the port must be closed all the same: refused, not a silent listener.
     expectLateRankRefused(shared->id, "no longer accepts ranks");
     ::kill(shared->child.load(), SIGKILL);
-  }, kGuardSeconds);
+  }, kTombstoneGuardSeconds);
   if (shared->child.load() > 0) ::kill(shared->child.load(), SIGKILL);
   for (const RankOutcome& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome.describe();
 }

@@ -97,7 +97,7 @@ TEST(DeviceMemAlloc, FreeOfAForeignPointerOrOfAPointerTwiceNamesIt) {
 }
 
 // Rank r's input element i: small integers, so the float sum is exact in any order.
-float inputOf(int rank, size_t i) {
+float memoryInputOf(int rank, size_t i) {
   return static_cast<float>((i * 13 + static_cast<size_t>(rank) * 5) % 101);
 }
 
@@ -113,7 +113,7 @@ TEST(DeviceMemAlloc, BuffersOfTwoRanksGiveAnExactAllReduce) {
       runtime().setCurrentDevice(devices[rank]);  // loomMemAlloc's device: the current one
       DeviceStream stream = runtime().createStream();
       std::vector<float> input(kCount), output(kCount, -1.0f);
-      for (size_t i = 0; i < kCount; ++i) input[i] = inputOf(rank, i);
+      for (size_t i = 0; i < kCount; ++i) input[i] = memoryInputOf(rank, i);
       void* send = memAlloc(kCount * sizeof(float));
       void* recv = memAlloc(kCount * sizeof(float));
       runtime().copyAsync(send, input.data(), kCount * sizeof(float), stream);
@@ -124,7 +124,7 @@ TEST(DeviceMemAlloc, BuffersOfTwoRanksGiveAnExactAllReduce) {
       runtime().copyAsync(output.data(), recv, kCount * sizeof(float), stream);
       runtime().synchronize(stream, kSyncMs);
       size_t wrong = 0;
-      for (size_t i = 0; i < kCount; ++i) wrong += output[i] != inputOf(0, i) + inputOf(1, i);
+      for (size_t i = 0; i < kCount; ++i) wrong += output[i] != memoryInputOf(0, i) + memoryInputOf(1, i);
       EXPECT_EQ(wrong, 0u) << "rank " << rank;
       EXPECT_EQ(loomMemFree(send), loomSuccess) << loomGetLastError(nullptr);
       EXPECT_EQ(loomMemFree(recv), loomSuccess) << loomGetLastError(nullptr);

@@ -34,9 +34,9 @@ namespace loom::fuzz {
 
 namespace {
 
-const Secret kSecret = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
+const Secret kTransportSecret = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
 constexpr uint64_t kCommUid = 0x1234;
-constexpr int kTimeoutMs = 3000;
+constexpr int kTransportTimeoutMs = 3000;
 
 // ---- mode 0: striping and reassembly --------------------------------------------------------
 
@@ -179,7 +179,7 @@ class FakeBootstrap final : public Bootstrap {
     onAddress_(net::decodeWireAddress(mine, "fake bootstrap"));
   }
   void barrier() override {}
-  const Secret& secret() const override { return kSecret; }
+  const Secret& secret() const override { return kTransportSecret; }
   uint64_t commUid() const override { return kCommUid; }
   sockaddr_storage localAddress() const override { return net::loopbackAddress(AF_INET); }
 
@@ -222,7 +222,7 @@ std::vector<uint8_t> honestHello(const Peer0Plan& plan, int index) {
 // it wants; failures (rank 1 gave up, dropped us) just end it.
 void runPeer0(const Peer0Plan& plan, sockaddr_storage address, std::atomic<bool>& done) {
   std::vector<net::Socket> open;
-  const auto deadline = net::Deadline::afterMs(kTimeoutMs);
+  const auto deadline = net::Deadline::afterMs(kTransportTimeoutMs);
   try {
     for (const auto& bytes : plan.strangers) {
       open.push_back(connectOnce(address));
@@ -230,7 +230,7 @@ void runPeer0(const Peer0Plan& plan, sockaddr_storage address, std::atomic<bool>
     }
     auto authenticated = [&](const std::vector<uint8_t>& hello) {
       net::Socket sock = connectOnce(address);
-      auth::authenticateClient(sock.fd(), kSecret, auth::Purpose::SocketTransport, deadline, &done,
+      auth::authenticateClient(sock.fd(), kTransportSecret, auth::Purpose::SocketTransport, deadline, &done,
                                "fuzz rank 0");
       sendSome(sock.fd(), hello.data(), hello.size());
       open.push_back(std::move(sock));
@@ -248,7 +248,7 @@ void acceptSide(InputReader& input) {
   transport::SocketOptions options;
   options.socketsPerPeer = input.byte() % 3 + 1;
   options.stripeBytes = 512;
-  options.timeoutMs = kTimeoutMs;
+  options.timeoutMs = kTransportTimeoutMs;
   plan.socketsPerPeer = options.socketsPerPeer;
   const uint8_t counts = input.byte();
   for (int i = 0; i < (counts & 3); ++i) {

@@ -7,6 +7,7 @@
 // send nobody receives is a timeout naming the peer, never a hang.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -197,11 +198,18 @@ TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
   for (const Transport& transport : transports()) {
     Env env = transport.env;
     env.emplace_back("LOOM_TIMEOUT_MS", "700");
+    SharedAcrossFork<std::atomic<bool>> senderDone;  // rank 1 stays until rank 0 has checked
     const bool ok = runOnCommunicators(2, env, [&](loomComm_t comm, int rank) {
-      if (rank == 1) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // alive, receiving nothing
+      if (rank == 1) {  // alive, receiving nothing, until the sender is done (at most 10 s)
+        const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!senderDone->load() && std::chrono::steady_clock::now() < giveUp)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
         return;
       }
+      struct SignalDone {  // however rank 0's checks end
+        std::atomic<bool>& done;
+        ~SignalDone() { done.store(true); }
+      } signalDone{*senderDone};
       const auto start = std::chrono::steady_clock::now();
       const loomResult_t result = loomSend(data.data(), data.size(), loomUint8, 1, comm, nullptr);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -210,7 +218,7 @@ TEST(PointToPoint, ASendNobodyReceivesTimesOutNamingThePeer) {
       LOOM_REQUIRE(text.find("send to rank 1") != std::string::npos, "the error names the peer: " + text);
       // The timeout counts from the last progress, and a transport first fills what it can
       // buffer (TCP on loopback takes megabytes: up to 1 s under ThreadSanitizer). So the bound
-      // is the timeout plus that fill, and still well before rank 1 leaves at 4 s.
+      // is the timeout plus that fill; rank 1 stays alive until this check is done.
       LOOM_REQUIRE(seconds < 2.5, "the send failed after " + std::to_string(seconds) + " s, timeout 0.7 s");
     });
     EXPECT_TRUE(ok) << transport.label;

@@ -34,20 +34,20 @@ namespace {
 
 namespace ref = fp8;
 
-constexpr loomDataType_t kTypes[] = {loomFloat8e4m3, loomFloat8e5m2};
+constexpr loomDataType_t kFp8Types[] = {loomFloat8e4m3, loomFloat8e5m2};
 constexpr size_t kCounts[] = {1, 7, 4095, 65537};
 constexpr int kPreMulSum = -1;  // stands for the PreMulSum operator in the case list
 constexpr int kOps[] = {loomSum, loomProd, loomMax, loomMin, loomAvg, kPreMulSum};
-enum class Coll { AllReduce, ReduceScatter, Reduce };
-constexpr Coll kColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::Reduce};
+enum class ReducingColl { AllReduce, ReduceScatter, Reduce };
+constexpr ReducingColl kReducingColls[] = {ReducingColl::AllReduce, ReducingColl::ReduceScatter, ReducingColl::Reduce};
 
 const char* opLabel(int op) {
   static const char* names[] = {"sum", "prod", "max", "min", "avg"};
   return op == kPreMulSum ? "premulsum" : names[op];
 }
-const char* collLabel(Coll coll) {
-  return coll == Coll::AllReduce       ? "allreduce"
-         : coll == Coll::ReduceScatter ? "reducescatter"
+const char* collLabel(ReducingColl coll) {
+  return coll == ReducingColl::AllReduce       ? "allreduce"
+         : coll == ReducingColl::ReduceScatter ? "reducescatter"
                                        : "reduce";
 }
 
@@ -176,11 +176,11 @@ class Values {
   double decoded_[256];
 };
 
-struct Path {
+struct Fp8Path {
   const char* name;
   RankEnv env;
 };
-const Path kPaths[] = {
+const Fp8Path kFp8Paths[] = {
     {"direct", {{"LOOM_TRANSPORT", "shm"}}},
     {"ring_shm", {{"LOOM_TRANSPORT", "shm"}, {"LOOM_ALGO", "ring"}}},
     {"ring_tcp", {{"LOOM_SHM_DISABLE", "1"}}},
@@ -188,7 +188,7 @@ const Path kPaths[] = {
 
 // One rank: every case on one communicator. Failures are collected and thrown at the end, so
 // the other ranks are never left waiting in a call this one skipped.
-void runRank(int rank, int n, const loomUniqueId& id, const Path& path) {
+void runRank(int rank, int n, const loomUniqueId& id, const Fp8Path& path) {
   for (const auto& [name, value] : path.env) setenv(name.c_str(), value.c_str(), 1);
   loomConfig_t config = LOOM_CONFIG_INITIALIZER;
   config.timeoutMs = 60000;
@@ -200,10 +200,10 @@ void runRank(int rank, int n, const loomUniqueId& id, const Path& path) {
   static uint8_t half[2];
   loomRedOp_t premul[2];
   for (int t = 0; t < 2; ++t) {
-    half[t] = ref::exactBits(kTypes[t], 0.5);
+    half[t] = ref::exactBits(kFp8Types[t], 0.5);
     const loomScalarResidence_t residence = t == 0 ? loomScalarHostImmediate : loomScalarDevice;
     LOOM_REQUIRE(
-        loomRedOpCreatePreMulSum(&premul[t], &half[t], kTypes[t], residence, comm) == loomSuccess,
+        loomRedOpCreatePreMulSum(&premul[t], &half[t], kFp8Types[t], residence, comm) == loomSuccess,
         loomGetLastError(comm));
   }
   std::vector<uint8_t> send, recv;
@@ -211,37 +211,37 @@ void runRank(int rank, int n, const loomUniqueId& id, const Path& path) {
   int caseIndex = 0;
   for (int t = 0; t < 2; ++t) {
     for (int op : kOps) {
-      for (Coll coll : kColls) {
+      for (ReducingColl coll : kReducingColls) {
         for (size_t count : kCounts) {
           ++caseIndex;
-          const loomDataType_t type = kTypes[t];
+          const loomDataType_t type = kFp8Types[t];
           const Values values(type, op, n, static_cast<uint64_t>(caseIndex));
           // Each count in place in every other (type, op, collective) block, out of place in the
           // rest.
           const bool inPlace = (caseIndex + (caseIndex - 1) / 4) % 2 == 0;
           const int root = caseIndex % n;
-          const size_t inputCount = coll == Coll::ReduceScatter ? count * n : count;
+          const size_t inputCount = coll == ReducingColl::ReduceScatter ? count * n : count;
           send.assign(inputCount, 0);
           recv.assign(inputCount, 0xee);
           for (size_t i = 0; i < inputCount; ++i) send[i] = values.inputBits(rank, i);
           if (inPlace) recv = send;
           const void* in = inPlace ? recv.data() : send.data();
-          uint8_t* out = recv.data() + (inPlace && coll == Coll::ReduceScatter ? rank * count : 0);
+          uint8_t* out = recv.data() + (inPlace && coll == ReducingColl::ReduceScatter ? rank * count : 0);
           const loomRedOp_t redOp = op == kPreMulSum ? premul[t] : static_cast<loomRedOp_t>(op);
           loomResult_t rc = loomSuccess;
-          if (coll == Coll::AllReduce)
+          if (coll == ReducingColl::AllReduce)
             rc = loomAllReduce(in, out, count, type, redOp, comm, nullptr);
-          if (coll == Coll::ReduceScatter)
+          if (coll == ReducingColl::ReduceScatter)
             rc = loomReduceScatter(in, out, count, type, redOp, comm, nullptr);
-          if (coll == Coll::Reduce)
+          if (coll == ReducingColl::Reduce)
             rc = loomReduce(in, out, count, type, redOp, root, comm, nullptr);
           const std::string what = std::string(path.name) + " " + std::to_string(n) +
                                    " ranks: " + collLabel(coll) + " type " + std::to_string(type) +
                                    " " + opLabel(op) + " count " + std::to_string(count) +
                                    (inPlace ? " in place" : "");
           LOOM_REQUIRE(rc == loomSuccess, what + ": " + loomGetLastError(comm));
-          if (coll == Coll::Reduce && rank != root) continue;
-          const size_t base = coll == Coll::ReduceScatter ? rank * count : 0;
+          if (coll == ReducingColl::Reduce && rank != root) continue;
+          const size_t base = coll == ReducingColl::ReduceScatter ? rank * count : 0;
           for (size_t i = 0; i < count; ++i) {
             const uint8_t want = values.expectedBits(base + i);
             if (out[i] != want) {
@@ -263,7 +263,7 @@ void runRank(int rank, int n, const loomUniqueId& id, const Path& path) {
   LOOM_REQUIRE(failures.empty(), failures);
 }
 
-void expectGridExact(const Path& path, int n) {
+void expectGridExact(const Fp8Path& path, int n) {
   const auto outcomes = runRanksWithUniqueId(
       n, [&](int rank, const loomUniqueId& id) { runRank(rank, n, id, path); }, 240);
   for (const RankOutcome& outcome : outcomes)
@@ -273,7 +273,7 @@ void expectGridExact(const Path& path, int n) {
 class Fp8Grid : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(Fp8Grid, EveryOpCollectiveAndCountIsExact) {
-  expectGridExact(kPaths[std::get<0>(GetParam())], std::get<1>(GetParam()));
+  expectGridExact(kFp8Paths[std::get<0>(GetParam())], std::get<1>(GetParam()));
 }
 
 // One rank runs no transport and no direct engine: once is enough.
@@ -283,7 +283,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, Fp8Grid,
                          ::testing::Combine(::testing::Values(0, 1, 2),
                                             ::testing::Values(2, 3, 5, 8)),
                          [](const auto& info) {
-                           return std::string(kPaths[std::get<0>(info.param)].name) + "_" +
+                           return std::string(kFp8Paths[std::get<0>(info.param)].name) + "_" +
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
@@ -292,12 +292,12 @@ INSTANTIATE_TEST_SUITE_P(Paths, Fp8Grid,
 // overflow and stays infinite; NaN stays NaN. 2 ranks, where the order of the operands cannot
 // matter; every path.
 TEST(Fp8Saturation, OverflowSaturatesInfinityAndNanPropagateOnEveryPath) {
-  for (const Path& path : kPaths) {
+  for (const Fp8Path& path : kFp8Paths) {
     const bool ok = runOnCommunicators(
         2, path.env,
         [&](loomComm_t comm, int rank) {
           for (size_t count : {size_t{5}, size_t{65537}}) {  // direct engine and ring by default
-            for (loomDataType_t type : kTypes) {
+            for (loomDataType_t type : kFp8Types) {
               const uint8_t top = ref::exactBits(type, ref::maxFinite(type));
               const uint8_t infinity = type == loomFloat8e5m2 ? 0x7c : top;  // e4m3 has none
               const uint8_t nan = type == loomFloat8e4m3 ? 0x7f : 0x7e;
@@ -345,9 +345,9 @@ TEST(Fp8DirectEngine, SumsRoundOnceInEveryRankOrder) {
   constexpr int kPermutations[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                        {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   const bool ok = runOnCommunicators(
-      kRanks, kPaths[0].env,
+      kRanks, kFp8Paths[0].env,
       [&](loomComm_t comm, int rank) {
-        for (loomDataType_t type : kTypes) {
+        for (loomDataType_t type : kFp8Types) {
           const uint8_t top = ref::exactBits(type, ref::maxFinite(type));
           const uint8_t values[3] = {top, top, static_cast<uint8_t>(top | 0x80)};
           for (size_t count : {size_t{1}, size_t{7}, size_t{1000}}) {
@@ -374,7 +374,7 @@ TEST(Fp8DirectEngine, SumsRoundOnceInEveryRankOrder) {
 // rank that holds it and in every rank's result; the communicator stays usable.
 TEST(Fp8CheckLevelTwo, NanAndInfinityAreReported) {
   constexpr int kRanks = 3;
-  for (const Path& path : {kPaths[0], kPaths[2]}) {
+  for (const Fp8Path& path : {kFp8Paths[0], kFp8Paths[2]}) {
     RankEnv env = path.env;
     env.emplace_back("LOOM_CHECK", "2");
     const bool ok = runOnCommunicators(

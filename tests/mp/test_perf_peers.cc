@@ -21,49 +21,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/mp/tool_runs.h"
+
+namespace loom::test::tools {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ToolRun {
-  int exitCode = -1;
-  std::string out;  // stdout only: stderr goes to the test log
-};
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
-std::string quoted(const std::string& text) { return "'" + text + "'"; }
-
-ToolRun runCommand(const std::string& command) {
-  ToolRun run;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char chunk[4096];
-  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) run.out.append(chunk, n);
-  const int status = ::pclose(pipe);
-  run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
-}
-
 bool onPath(const std::string& program) {
   return runCommand("command -v " + program + " >/dev/null 2>&1").exitCode == 0;
-}
-
-// The table rows: every non-empty line that is not a '#' comment, split into columns.
-std::vector<std::vector<std::string>> tableRows(const std::string& out) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream words(line);
-    std::vector<std::string> columns;
-    for (std::string word; words >> word;) columns.push_back(word);
-    rows.push_back(columns);
-  }
-  return rows;
 }
 
 // The three column-title lines of the table, which every tool must print alike.
@@ -73,13 +39,6 @@ std::string columnTitles(const std::string& out) {
   const size_t begin = out.rfind('\n', at - 2);  // the "out-of-place / in-place" line above
   const size_t end = out.find('\n', out.find('\n', at) + 1);
   return out.substr(begin + 1, end - begin);
-}
-
-size_t typeSizeOf(const std::string& name) {
-  if (name == "int8" || name == "uint8") return 1;
-  if (name == "half" || name == "bfloat16") return 2;
-  if (name == "int32" || name == "uint32" || name == "float") return 4;
-  return 8;
 }
 
 struct Peer {
@@ -114,9 +73,9 @@ std::string launch(const Peer& peer, int ranks, const std::string& extraEnv = ""
 }
 
 // -b 8 -e 64K -f 8: 8, 64, 512, 4K, 32K = 5 sizes.
-constexpr size_t kSizes = 5;
-constexpr size_t kOps = 5;
-const std::string kSweep = " -b 8 -e 64K -f 8 -d all -o all -c 1 -n 2 -w 1";
+constexpr size_t kPeerSizes = 5;
+constexpr size_t kPeerOps = 5;
+const std::string kPeerSweep = " -b 8 -e 64K -f 8 -d all -o all -c 1 -n 2 -w 1";
 
 class PeerTool : public ::testing::TestWithParam<Peer> {
  protected:
@@ -155,12 +114,12 @@ class PeerTool : public ::testing::TestWithParam<Peer> {
     }
   }
   size_t expectedRows() const {
-    return kSizes * GetParam().typeCount() * (GetParam().hasOp() ? kOps : 1);
+    return kPeerSizes * GetParam().typeCount() * (GetParam().hasOp() ? kPeerOps : 1);
   }
 
   // -d all -o all on 2 ranks: every row exact, the same column titles as Loom's tool.
   void expectTwoRanksExact() {
-    const ToolRun run = runCommand(launch(GetParam(), 2) + kSweep);
+    const ToolRun run = runCommand(launch(GetParam(), 2) + kPeerSweep);
     expectCleanTable(run, expectedRows());
     EXPECT_NE(run.out.find("# Collective test starting: " + GetParam().tool()), std::string::npos);
     EXPECT_NE(run.out.find(", 2 ranks, host memory"), std::string::npos) << run.out;
@@ -302,7 +261,7 @@ class GlooThreads : public PeerTool {};
 // -t 3: three ranks as threads of one process (an odd count exercises gloo's non-power-of-two
 // reduce-scatter), every type and op.
 TEST_P(GlooThreads, ThreeThreadsExact) {
-  const ToolRun run = runCommand(quoted(peerPath(GetParam())) + " -t 3" + kSweep);
+  const ToolRun run = runCommand(quoted(peerPath(GetParam())) + " -t 3" + kPeerSweep);
   expectCleanTable(run, expectedRows());
   EXPECT_NE(run.out.find("# nThread 3 "), std::string::npos) << run.out;
 }
@@ -341,3 +300,4 @@ TEST(NcclTestsFlags, AuditedFlagsRunAndPrintAsNcclTests) {
 }
 
 }  // namespace
+}  // namespace loom::test::tools

@@ -16,56 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/mp/tool_runs.h"
+
+namespace loom::test::tools {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ToolRun {
-  int exitCode = -1;
-  std::string out;  // stdout only: stderr goes to the test log
-};
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
-std::string quoted(const std::string& text) { return "'" + text + "'"; }
-
 std::string toolPath(const std::string& tool) {
   return (fs::path(env("LOOM_PERF_DIR")) / tool).string();
-}
-
-ToolRun runCommand(const std::string& command) {
-  ToolRun run;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char chunk[4096];
-  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) run.out.append(chunk, n);
-  const int status = ::pclose(pipe);
-  run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
-}
-
-// The table rows: every non-empty line that is not a '#' comment, split into columns.
-std::vector<std::vector<std::string>> tableRows(const std::string& out) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream words(line);
-    std::vector<std::string> columns;
-    for (std::string word; words >> word;) columns.push_back(word);
-    rows.push_back(columns);
-  }
-  return rows;
-}
-
-size_t typeSizeOf(const std::string& name) {
-  if (name == "int8" || name == "uint8") return 1;
-  if (name == "half" || name == "bfloat16") return 2;
-  if (name == "int32" || name == "uint32" || name == "float") return 4;
-  return 8;
 }
 
 struct ToolCase {
@@ -251,3 +210,4 @@ TEST_F(PerfOptions, BadOptionsExitTwo) {
 }
 
 }  // namespace
+}  // namespace loom::test::tools

@@ -18,6 +18,7 @@
 #include "kernels/host/canonical_reduce.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/host_reduce_isa.h"
+#include "tests/support/host_isas.h"
 #include "tests/support/fp8_reference.h"
 
 namespace loom::kernels {
@@ -154,14 +155,6 @@ TEST(Float8, RoundingMatchesNearestValueSearch) {
   }
 }
 
-std::vector<HostIsa> availableIsas() {
-  std::vector<HostIsa> isas;
-  for (HostIsa isa : {HostIsa::Generic, HostIsa::Avx2, HostIsa::Avx512}) {
-    if (hostIsaAvailable(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
 // The exact result of one op on two decoded values (exact in double), rounded by the search.
 uint8_t referenceOp(loomDataType_t type, loomRedOp_t op, uint8_t a, uint8_t b) {
   const double x = ref::decode(type, a), y = ref::decode(type, b);
@@ -197,7 +190,7 @@ TEST(Float8Kernels, EveryPairEveryOpEveryVariant) {
       std::vector<uint8_t> want(65536);
       for (uint32_t i = 0; i < 65536; ++i)
         want[i] = referenceOp(type, op == loomAvg ? loomSum : op, a[i], b[i]);
-      for (HostIsa isa : availableIsas()) {
+      for (HostIsa isa : test::availableHostIsas()) {
         for (bool inPlace : {false, true}) {
           std::vector<uint8_t> lhs = a;
           uint8_t* dst = inPlace ? lhs.data() : out.data();
@@ -220,7 +213,7 @@ TEST(Float8Kernels, DivideRoundsTheFloat32QuotientOnce) {
     std::vector<uint8_t> src(256), out(256);
     for (int i = 0; i < 256; ++i) src[i] = static_cast<uint8_t>(i);
     for (int divisor : {1, 3, 8}) {
-      for (HostIsa isa : availableIsas()) {
+      for (HostIsa isa : test::availableHostIsas()) {
         divideWithIsa(isa, type, out.data(), src.data(), 256, divisor);
         for (int i = 0; i < 256; ++i) {
           const uint8_t want = ref::nearestBits(type, ref::decode(type, src[i]) / divisor);

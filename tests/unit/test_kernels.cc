@@ -19,6 +19,7 @@
 #include "kernels/half_float.h"
 #include "kernels/host/host_reduce.h"
 #include "kernels/host/host_reduce_isa.h"
+#include "tests/support/host_isas.h"
 
 namespace loom::kernels {
 namespace {
@@ -38,14 +39,6 @@ constexpr loomDataType_t dataTypeOf() {
   if constexpr (std::is_same_v<T, float>) return loomFloat32;
   if constexpr (std::is_same_v<T, double>) return loomFloat64;
   if constexpr (std::is_same_v<T, Bfloat16>) return loomBfloat16;
-}
-
-std::vector<HostIsa> availableIsas() {
-  std::vector<HostIsa> isas;
-  for (HostIsa isa : {HostIsa::Generic, HostIsa::Avx2, HostIsa::Avx512}) {
-    if (hostIsaAvailable(isa)) isas.push_back(isa);
-  }
-  return isas;
 }
 
 template <typename T>
@@ -225,7 +218,7 @@ constexpr loomRedOp_t kOps[] = {loomSum, loomProd, loomMax, loomMin, loomAvg};
 
 TYPED_TEST(HostReduceTest, MatchesReferenceForEveryOpSizeLayoutAndIsa) {
   std::mt19937_64 rng(1234 + dataTypeOf<TypeParam>());
-  for (HostIsa isa : availableIsas()) {
+  for (HostIsa isa : test::availableHostIsas()) {
     for (loomRedOp_t op : kOps) {
       for (size_t count : kSizes) {
         for (Layout layout : {Layout::Separate, Layout::DstIsA, Layout::DstIsB}) {
@@ -257,7 +250,7 @@ TYPED_TEST(HostReduceTest, DefaultEntryPointsUseAnAvailableVariant) {
 TYPED_TEST(HostReduceTest, DivideMatchesReference) {
   using T = TypeParam;
   std::mt19937_64 rng(77);
-  for (HostIsa isa : availableIsas()) {
+  for (HostIsa isa : test::availableHostIsas()) {
     for (int divisor : {1, 2, 3, 7, 8, 1000}) {
       for (size_t count : kSizes) {
         for (bool inPlace : {false, true}) {
@@ -286,7 +279,7 @@ TYPED_TEST(HostReduceTest, DivideMatchesReference) {
 template <typename T>
 void expectEverywhere(loomRedOp_t op, T a, T b, T want) {
   constexpr size_t kCount = 37;
-  for (HostIsa isa : availableIsas()) {
+  for (HostIsa isa : test::availableHostIsas()) {
     std::vector<T> lhs(kCount, a), rhs(kCount, b), out(kCount);
     reduceWithIsa(isa, dataTypeOf<T>(), op, out.data(), lhs.data(), rhs.data(), kCount);
     for (size_t i = 0; i < kCount; ++i) {
@@ -405,7 +398,7 @@ void checkAllPatterns() {
   std::iota(order.begin(), order.end(), 0u);
   std::shuffle(order.begin(), order.end(), std::mt19937_64(5));
   for (uint32_t i = 0; i < 65536; ++i) b[i] = T::fromBits(static_cast<uint16_t>(order[i]));
-  for (HostIsa isa : availableIsas()) {
+  for (HostIsa isa : test::availableHostIsas()) {
     for (loomRedOp_t op : {loomSum, loomProd, loomMax, loomMin}) {
       reduceWithIsa(isa, dataTypeOf<T>(), op, out.data(), a.data(), b.data(), out.size());
       for (uint32_t i = 0; i < 65536; ++i) {
@@ -425,7 +418,7 @@ TEST(HostReduce, DivideTruncatesIntegersTowardZero) {
   const int8_t smallHalved[] = {-3, 3, 0, 0, -64, 63};
   const int64_t big[] = {INT64_MIN, INT64_MAX, -5, 5};
   const int64_t bigThirds[] = {INT64_MIN / 3, INT64_MAX / 3, -1, 1};
-  for (HostIsa isa : availableIsas()) {
+  for (HostIsa isa : test::availableHostIsas()) {
     int8_t out8[6];
     divideWithIsa(isa, loomInt8, out8, small, 6, 2);
     EXPECT_EQ(0, std::memcmp(out8, smallHalved, sizeof out8)) << hostIsaName(isa);

@@ -31,7 +31,7 @@
 namespace loom::algo {
 namespace {
 
-const Collective kCollectives[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+const Collective kEveryCollective[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                                    Collective::Broadcast, Collective::Reduce};
 
 // Host h holds ranks h*R .. h*R+R-1.
@@ -184,7 +184,7 @@ TEST(HostLayout, ChoiceFollowsTheLayoutAndTheSetting) {
 TEST(HostLayout, ScheduleTakesTheHierarchicalFormOnlyWhereItApplies) {
   const HostLayout twoByTwo = cyclic(2, 2), nonUniform = fromHosts({0, 0, 1}), oneHost = hostMajor(1, 3),
                    onePerHost = hostMajor(3, 1);
-  for (Collective collective : kCollectives) {
+  for (Collective collective : kEveryCollective) {
     EXPECT_TRUE(usesHierarchy(shapeOf(collective, twoByTwo, 10)));
     EXPECT_FALSE(usesHierarchy(shapeOf(collective, nonUniform, 10)));
     EXPECT_FALSE(usesHierarchy(shapeOf(collective, oneHost, 10)));
@@ -263,7 +263,7 @@ TEST(HierarchicalSchedules, EveryLayoutUpTo8x8IsExact) {
           if (HasFailure()) return;
         }
         if (distinctCyclic) {
-          for (Collective collective : kCollectives) checkTraffic(shapeOf(collective, hosts, 3 * n + 1));
+          for (Collective collective : kEveryCollective) checkTraffic(shapeOf(collective, hosts, 3 * n + 1));
         }
       }
     }
@@ -294,7 +294,7 @@ TEST(HierarchicalSchedules, NonUniformLayoutsFallBackToTheFlatRing) {
   const std::vector<std::vector<int>> layouts = {{0, 0, 1}, {0, 1, 0}, {0, 0, 0, 1, 2, 2}, {2, 0, 1, 0, 2, 0}};
   for (const std::vector<int>& hostOfRank : layouts) {
     const HostLayout hosts = fromHosts(hostOfRank);
-    for (Collective collective : kCollectives) {
+    for (Collective collective : kEveryCollective) {
       for (bool inPlace : {false, true}) {
         for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{40}}) {
           for (int root : sampledRoots(hosts)) {
@@ -315,7 +315,7 @@ TEST(HierarchicalSchedules, NonUniformLayoutsFallBackToTheFlatRing) {
 // Many pieces per unit, the message larger than the pieces of every phase.
 TEST(HierarchicalSchedules, ManyPiecesOverlapThePhases) {
   for (const HostLayout& hosts : {hostMajor(2, 3), cyclic(3, 2), cyclic(4, 4)}) {
-    for (Collective collective : kCollectives) {
+    for (Collective collective : kEveryCollective) {
       for (bool inPlace : {false, true}) {
         CollectiveShape shape = shapeOf(collective, hosts, 1001);
         shape.pieceBytes = 5 * 8;
@@ -362,7 +362,7 @@ TEST(HierarchicalSchedules, NumericResultsAreExactInAnyOrder) {
   }
   for (const HostLayout& hosts : layouts) {
     const int n = hosts.nranks();
-    for (Collective collective : kCollectives) {
+    for (Collective collective : kEveryCollective) {
       for (bool inPlace : {false, true}) {
         for (size_t count : {size_t{1}, static_cast<size_t>(n) + 1, size_t{29}}) {
           for (bool average : {false, true}) {

@@ -20,7 +20,7 @@ namespace loom::algo {
 namespace {
 
 // Empty, one element, fewer than ranks, odd, an odd count that grows with n, and a longer one.
-std::vector<size_t> countsFor(int n) { return {0, 1, 2, 7, static_cast<size_t>(2 * n + 1), 33}; }
+std::vector<size_t> meshCountsFor(int n) { return {0, 1, 2, 7, static_cast<size_t>(2 * n + 1), 33}; }
 
 MovementCase movementCase(Collective collective, int n, size_t count, int root = 0, bool inPlace = false,
                           size_t elementBytes = 4) {
@@ -44,7 +44,7 @@ std::string label(const MovementCase& movement) {
 
 TEST(MeshSchedules, AllToAllIsExactForEveryRankCount) {
   for (int n = 1; n <= 16; ++n) {
-    for (size_t count : countsFor(n)) {
+    for (size_t count : meshCountsFor(n)) {
       for (size_t elementBytes : {1, 2, 4, 8}) {
         const MovementCase movement = movementCase(Collective::AllToAll, n, count, 0, false, elementBytes);
         ASSERT_EQ(proveMovement(movement), "") << label(movement);
@@ -112,7 +112,7 @@ TEST(MeshSchedules, AllToAllvWithEmptyRanksIsExact) {
 TEST(MeshSchedules, GatherIsExactForEveryRootInAndOutOfPlace) {
   for (int n = 1; n <= 16; ++n) {
     for (int root = 0; root < n; ++root) {
-      for (size_t count : countsFor(n)) {
+      for (size_t count : meshCountsFor(n)) {
         for (bool inPlace : {false, true}) {
           const MovementCase movement = movementCase(Collective::Gather, n, count, root, inPlace);
           MovementResult result;
@@ -127,7 +127,7 @@ TEST(MeshSchedules, GatherIsExactForEveryRootInAndOutOfPlace) {
 TEST(MeshSchedules, ScatterIsExactForEveryRootInAndOutOfPlace) {
   for (int n = 1; n <= 16; ++n) {
     for (int root = 0; root < n; ++root) {
-      for (size_t count : countsFor(n)) {
+      for (size_t count : meshCountsFor(n)) {
         for (bool inPlace : {false, true}) {
           const MovementCase movement = movementCase(Collective::Scatter, n, count, root, inPlace);
           MovementResult result;
