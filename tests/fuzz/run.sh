@@ -6,17 +6,23 @@
 # exits non-zero if any target found something. Needs Debian's clang and libclang-rt-14-dev.
 #
 #   tests/fuzz/run.sh [SECONDS] [TARGET...]
-#   FUZZ_BUILD=dir  build folder (default <repo>/build-fuzz)   FUZZ_JOBS=n  ninja -j (default 1)
+#   tests/fuzz/run.sh --build-only      (builds the targets and stops: .ci/run builds them early)
+# The build uses every core, and the targets run side by side, one per core (each still for
+# SECONDS): on 2 cores the four targets take two rounds of SECONDS, not four.
+#   FUZZ_BUILD=dir   build folder (default <repo>/build-fuzz)
+#   FUZZ_JOBS=n      ninja -j and targets at a time (default: the cores, nproc)
 #   FUZZ_SOURCE=dir  the Loom tree whose code is fuzzed (default this repository)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 seconds=${1:-30}
 shift $(($# > 0 ? 1 : 0))
 targets=("$@")
 ((${#targets[@]})) || targets=(unique_id bootstrap_wire transport_wire topology_xml)
 build=${FUZZ_BUILD:-$root/build-fuzz}
-jobs=${FUZZ_JOBS:-1}
+jobs=${FUZZ_JOBS:-$(nproc)}
 source_root=${FUZZ_SOURCE:-$root}
 
 cxx=${FUZZ_CXX:-clang++}
@@ -102,22 +108,24 @@ flags+=" -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-
 cmp -s "$build/build.ninja.new" "$build/build.ninja" || mv "$build/build.ninja.new" "$build/build.ninja"
 rm -f "$build/build.ninja.new"
 ninja -C "$build" -j "$jobs" >"$build/build.log" 2>&1 || { cat "$build/build.log"; echo "fuzz: build failed"; exit 2; }
+((build_only)) && exit 0
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 unset LOOM_DEBUG LOOM_COMM_ID  # quiet, and nothing steers the code under test
 
-status=0
-for target in "${targets[@]}"; do
-  [ -n "${entry[$target]:-}" ] || { echo "fuzz: unknown target $target"; status=2; continue; }
+# One target's run: its scratch corpus, libFuzzer, and its one-line verdict in $build/$target.verdict
+# (with the first error line and the log's path after a finding). Exit 0 ok, 1 finding.
+fuzz_one() {
+  local target=$1 work artifacts log rc runs crash
   work=$(mktemp -d "${TMPDIR:-/tmp}/loom-fuzz-$target.XXXXXX")
   artifacts="$build/artifacts/$target"
   mkdir -p "$work/corpus" "$artifacts"
   for seeds in "$here/corpus/$target" "$here/regressions/$target"; do
     [ -d "$seeds" ] && find "$seeds" -maxdepth 1 -type f ! -name '*.md' -exec cp {} "$work/corpus/" \;
   done
-  options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-           -artifact_prefix="$artifacts/")
+  local options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                 -artifact_prefix="$artifacts/")
   [ -f "$here/$target.dict" ] && options+=(-dict="$here/$target.dict")
   [ "$target" = topology_xml ] && options+=(-max_len=16384)
   log="$build/$target.log"
@@ -125,14 +133,33 @@ for target in "${targets[@]}"; do
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
   crash=$(grep -o 'Test unit written to .*' "$log" | tail -1 | sed 's/Test unit written to //')
+  rm -rf "$work"
   if [ $rc -eq 0 ] && [ -z "$crash" ]; then
-    echo "fuzz $target: ${runs:-0} runs, ok"
-  else
+    echo "fuzz $target: ${runs:-0} runs, ok" >"$build/$target.verdict"
+    return 0
+  fi
+  {
     echo "fuzz $target: ${runs:-?} runs, CRASH ${crash:-(no input saved; exit $rc, see $log)}"
     grep -m1 -E 'ERROR: |runtime error|fuzz finding|deadly signal' "$log" | sed 's/^/  /'
     echo "  log: $log"
-    status=1
+  } >"$build/$target.verdict"
+  return 1
+}
+
+status=0
+running=()
+for target in "${targets[@]}"; do
+  [ -n "${entry[$target]:-}" ] || { echo "fuzz: unknown target $target"; status=2; continue; }
+  rm -f "$build/$target.verdict"
+  if ((${#running[@]} >= jobs)); then  # a core is free when the oldest run ends (all take SECONDS)
+    wait "${running[0]}" || { ((status)) || status=1; }
+    running=("${running[@]:1}")
   fi
-  rm -rf "$work"
+  fuzz_one "$target" &
+  running+=($!)
+done
+for pid in "${running[@]}"; do wait "$pid" || { ((status)) || status=1; }; done
+for target in "${targets[@]}"; do
+  [ -f "$build/$target.verdict" ] && cat "$build/$target.verdict"
 done
 exit $status
