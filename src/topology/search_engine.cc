@@ -11,6 +11,7 @@
 #include "topology/search_engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -44,6 +45,40 @@ struct Route {
   const Path* path;
   double bandwidth;
 };
+
+// The routes one step charges: at most four (both ways between two GPUs, both ways to the
+// NIC). Kept inline: a search takes up to hundreds of thousands of steps, and a heap
+// allocation each was most of its time.
+struct Routes {
+  std::array<Route, 4> items{};
+  size_t count = 0;
+  void add(const Path& path, double bandwidth) { items[count++] = {&path, bandwidth}; }
+  const Route* begin() const { return items.data(); }
+  const Route* end() const { return items.data() + count; }
+};
+
+// A GPU that may come next in a channel, with what ranks it (extend()).
+struct Candidate {
+  int gpu;
+  PathType type;
+  double room;
+};
+// Better path types first (keeps a ring inside a socket or switch as long as it can), then the
+// emptiest route (spreads channels over parallel links); equal ones stay in device order.
+bool rankedBefore(const Candidate& a, const Candidate& b) {
+  if (a.type != b.type) return a.type < b.type;
+  return !nearlyEqual(a.room, b.room) && a.room > b.room;
+}
+// A stable insertion sort: a handful of candidates a step, and no scratch buffer to allocate
+// (std::stable_sort takes one from the heap on every call).
+void sortCandidates(Candidate* first, Candidate* last) {
+  for (Candidate* next = first + (first != last); next < last; ++next) {
+    const Candidate moving = *next;
+    Candidate* hole = next;
+    for (; hole > first && rankedBefore(moving, hole[-1]); --hole) *hole = hole[-1];
+    *hole = moving;
+  }
+}
 
 class Searcher {
  public:
@@ -90,11 +125,12 @@ class Searcher {
   std::vector<NodeChannel> attempt(double speed, PathType typeLimit, bool allowCross);
 
   bool spend();
-  bool take(const std::vector<Route>& routes);
-  void release(const std::vector<Route>& routes);
+  bool take(const Routes& routes);
+  void release(const Routes& routes);
   double room(const Path& path) const;
 
   void searchChannel(int done);
+  bool tryStart(int done, int net, int gpu);
   void extend(int done);
   void finish(int done);
 
@@ -120,6 +156,13 @@ class Searcher {
   bool timedOut_ = false;
   std::vector<char> used_;
   std::vector<NodeChannel> current_, best_;
+  // Scratch reused across steps, so that the depth-first search allocates nothing as it goes:
+  // candidates and exits as stacks (each call appends its own and drops them on return), a
+  // channel's GPU list kept for the next channel, each channel's visit marks.
+  std::vector<Candidate> candidates_;
+  std::vector<int> exits_;
+  std::vector<std::vector<int>> spareGpuLists_;
+  std::vector<std::vector<char>> usedByChannel_;
   std::chrono::steady_clock::time_point deadline_;
 };
 
@@ -196,7 +239,7 @@ bool Searcher::spend() {
   return true;
 }
 
-bool Searcher::take(const std::vector<Route>& routes) {
+bool Searcher::take(const Routes& routes) {
   for (const Route& route : routes)
     if (route.path->type == PathType::Dis) return false;
   for (const Route& route : routes)
@@ -215,7 +258,7 @@ bool Searcher::take(const std::vector<Route>& routes) {
   return true;
 }
 
-void Searcher::release(const std::vector<Route>& routes) {
+void Searcher::release(const Routes& routes) {
   for (const Route& route : routes)
     for (const LinkRef& hop : route.path->hops)
       residual_[static_cast<size_t>(hop.node)][static_cast<size_t>(hop.link)] += route.bandwidth;
@@ -239,37 +282,48 @@ void Searcher::searchChannel(int done) {
   const size_t count = gpus_.size();
   // Candidate (netIn, first GPU) pairs, rotated by channel so that channels spread over NICs
   // (and, for trees, over roots).
-  std::vector<std::pair<int, int>> starts;
   if (multiNode_) {
     for (size_t i = 0; i < nets_.size(); ++i) {
       const int net = nets_[(static_cast<size_t>(done) + i) % nets_.size()];
       for (int gpu : gpus_)
-        if (isNearest(gpu, net)) starts.emplace_back(net, gpu);
+        if (isNearest(gpu, net) && !tryStart(done, net, gpu)) return;
     }
   } else if (shape_.rotateStart) {
     for (size_t i = 0; i < count; ++i)
-      starts.emplace_back(-1, gpus_[(static_cast<size_t>(done) + i) % count]);
+      if (!tryStart(done, -1, gpus_[(static_cast<size_t>(done) + i) % count])) return;
   } else {
-    starts.emplace_back(-1, gpus_.front());
+    tryStart(done, -1, gpus_.front());
   }
-  for (const auto& [net, gpu] : starts) {
-    if (!spend()) return;
-    std::vector<Route> routes;
-    if (net >= 0) {
-      // Rings enter by the net; trees (and the first of a balanced pair) both send and receive.
-      const double share = shape_.netGpus == 2 ? speed_ / 2 : speed_;
-      routes.push_back({&paths_.path(net, gpu), share});
-      if (!shape_.closeRing) routes.push_back({&paths_.path(gpu, net), share});
-    }
-    if (!take(routes)) continue;
-    current_.push_back(NodeChannel{{gpu}, net, shape_.closeRing ? -1 : net});
-    used_[static_cast<size_t>(gpu)] = 1;
-    extend(done);
-    used_[static_cast<size_t>(gpu)] = 0;
-    current_.pop_back();
-    release(routes);
-    if (stop_) return;
+}
+
+// Channel `done` starts at `gpu` (entering by `net`, or -1); false once the search stops.
+bool Searcher::tryStart(int done, int net, int gpu) {
+  if (!spend()) return false;
+  Routes routes;
+  if (net >= 0) {
+    // Rings enter by the net; trees (and the first of a balanced pair) both send and receive.
+    const double share = shape_.netGpus == 2 ? speed_ / 2 : speed_;
+    routes.add(paths_.path(net, gpu), share);
+    if (!shape_.closeRing) routes.add(paths_.path(gpu, net), share);
   }
+  if (!take(routes)) return true;
+  NodeChannel channel;
+  if (!spareGpuLists_.empty()) {
+    channel.gpus = std::move(spareGpuLists_.back());
+    spareGpuLists_.pop_back();
+    channel.gpus.clear();
+  }
+  channel.gpus.push_back(gpu);
+  channel.netIn = net;
+  channel.netOut = shape_.closeRing ? -1 : net;
+  current_.push_back(std::move(channel));
+  used_[static_cast<size_t>(gpu)] = 1;
+  extend(done);
+  used_[static_cast<size_t>(gpu)] = 0;
+  spareGpuLists_.push_back(std::move(current_.back().gpus));
+  current_.pop_back();
+  release(routes);
+  return !stop_;
 }
 
 void Searcher::extend(int done) {
@@ -281,12 +335,9 @@ void Searcher::extend(int done) {
   const int last = channel.gpus.back();
   const int netIn = channel.netIn;
   const bool placingNetPartner = multiNode_ && shape_.netGpus == 2 && channel.gpus.size() == 1;
-  struct Candidate {
-    int gpu;
-    PathType type;
-    double room;
-  };
-  std::vector<Candidate> candidates;
+  // This step's candidates go on top of the shared stack; deeper steps stack theirs above and
+  // drop them before returning, so indices (not pointers: the stack may grow) stay valid.
+  const size_t first = candidates_.size();
   for (int gpu : gpus_) {
     if (used_[static_cast<size_t>(gpu)]) continue;
     const Path& path = paths_.path(last, gpu);
@@ -295,75 +346,76 @@ void Searcher::extend(int done) {
     if (placingNetPartner && !isNearest(gpu, netIn)) continue;
     const double free = room(path);
     if (free < speed_ * (1 - 1e-9)) continue;
-    candidates.push_back({gpu, path.type, free});
+    candidates_.push_back({gpu, path.type, free});
   }
-  // Better path types first (keeps a ring inside a socket or switch as long as it can), then
-  // the emptiest route (spreads channels over parallel links), then device order.
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
-                     if (a.type != b.type) return a.type < b.type;
-                     if (!nearlyEqual(a.room, b.room)) return a.room > b.room;
-                     return false;
-                   });
-  for (const Candidate& candidate : candidates) {
-    if (!spend()) return;
-    std::vector<Route> routes{{&paths_.path(last, candidate.gpu), speed_}};
-    if (shape_.bothWays) routes.push_back({&paths_.path(candidate.gpu, last), speed_});
+  const size_t end = candidates_.size();
+  sortCandidates(candidates_.data() + first, candidates_.data() + end);
+  for (size_t i = first; i < end && spend(); ++i) {
+    const int gpu = candidates_[i].gpu;
+    Routes routes;
+    routes.add(paths_.path(last, gpu), speed_);
+    if (shape_.bothWays) routes.add(paths_.path(gpu, last), speed_);
     if (placingNetPartner) {
-      routes.push_back({&paths_.path(netIn, candidate.gpu), speed_ / 2});
-      routes.push_back({&paths_.path(candidate.gpu, netIn), speed_ / 2});
+      routes.add(paths_.path(netIn, gpu), speed_ / 2);
+      routes.add(paths_.path(gpu, netIn), speed_ / 2);
     }
     if (!take(routes)) continue;
-    current_.back().gpus.push_back(candidate.gpu);
-    used_[static_cast<size_t>(candidate.gpu)] = 1;
+    current_.back().gpus.push_back(gpu);
+    used_[static_cast<size_t>(gpu)] = 1;
     extend(done);
-    used_[static_cast<size_t>(candidate.gpu)] = 0;
+    used_[static_cast<size_t>(gpu)] = 0;
     current_.back().gpus.pop_back();
     release(routes);
-    if (stop_) return;
+    if (stop_) break;
   }
+  candidates_.resize(first);
 }
 
 // All GPUs placed: close the ring (one node) or leave through a Net (multi-node ring).
 void Searcher::finish(int done) {
-  // A copy: searching further channels grows current_.
-  const NodeChannel channel = current_.back();
-  const int first = channel.gpus.front();
-  const int last = channel.gpus.back();
-  std::vector<std::vector<Route>> endings;
-  std::vector<int> netOuts;
+  // Values, not a reference: searching further channels grows current_.
+  const int first = current_.back().gpus.front();
+  const int last = current_.back().gpus.back();
+  const int netIn = current_.back().netIn;
+  // The nets this channel may leave by (-1: none), on top of the shared exits stack.
+  const size_t mark = exits_.size();
   if (!shape_.closeRing) {
-    endings.emplace_back();
-    netOuts.push_back(channel.netOut);
+    exits_.push_back(current_.back().netOut);
   } else if (!multiNode_) {
     if (paths_.path(last, first).type > typeLimit_ && gpus_.size() > 1) return;
-    endings.push_back({{&paths_.path(last, first), speed_}});
-    netOuts.push_back(-1);
+    exits_.push_back(-1);
   } else {
     // Leave by the NIC we came in by when the last GPU is near it; else, when cross-NIC is
     // allowed, by the last GPU's own NIC. With cross-NIC forbidden and a NIC that only one GPU
     // is near (1:1 rails), the last GPU reaches the entry NIC however it can.
     int nearCount = 0;
-    for (int gpu : gpus_) nearCount += isNearest(gpu, channel.netIn) ? 1 : 0;
+    for (int gpu : gpus_) nearCount += isNearest(gpu, netIn) ? 1 : 0;
     const bool mustReuseNic = options_.crossNic == 0 && (nearCount < 2 || gpus_.size() == 1);
-    if (isNearest(last, channel.netIn) || mustReuseNic) netOuts.push_back(channel.netIn);
+    if (isNearest(last, netIn) || mustReuseNic) exits_.push_back(netIn);
     if (allowCross_)
       for (int net : nearest_[static_cast<size_t>(last)])
-        if (net != channel.netIn) netOuts.push_back(net);
-    for (int net : netOuts) endings.push_back({{&paths_.path(last, net), speed_}});
+        if (net != netIn) exits_.push_back(net);
   }
-  for (size_t i = 0; i < endings.size(); ++i) {
-    if (!spend()) return;
-    if (!take(endings[i])) continue;
-    current_.back().netOut = netOuts[i];
+  const size_t end = exits_.size();
+  for (size_t i = mark; i < end && spend(); ++i) {
+    const int net = exits_[i];
+    // A ring closes back to its first GPU (one node) or leaves through its Net; a tree's
+    // channel has nothing left to charge.
+    Routes routes;
+    if (shape_.closeRing)
+      routes.add(multiNode_ ? paths_.path(last, net) : paths_.path(last, first), speed_);
+    if (!take(routes)) continue;
+    current_.back().netOut = shape_.closeRing ? net : current_.back().netOut;
     // The next channel visits every GPU again: it gets its own visit marks.
-    std::vector<char> visited(used_.size(), 0);
-    used_.swap(visited);
+    std::vector<char>& marks = usedByChannel_[static_cast<size_t>(done) + 1];
+    marks.assign(used_.size(), 0);
+    used_.swap(marks);
     searchChannel(done + 1);
-    used_.swap(visited);
-    release(endings[i]);
-    if (stop_) return;
+    used_.swap(usedByChannel_[static_cast<size_t>(done) + 1]);
+    release(routes);
+    if (stop_) break;
   }
+  exits_.resize(mark);
 }
 
 std::vector<NodeChannel> Searcher::attempt(double speed, PathType typeLimit, bool allowCross) {
@@ -375,6 +427,7 @@ std::vector<NodeChannel> Searcher::attempt(double speed, PathType typeLimit, boo
   used_.assign(static_cast<size_t>(system_.size()), 0);
   current_.clear();
   current_.reserve(static_cast<size_t>(maxChannels_) + 1);
+  usedByChannel_.resize(static_cast<size_t>(maxChannels_) + 2);
   best_.clear();
   if (!stop_) searchChannel(0);
   return best_;
