@@ -69,15 +69,12 @@ void checkSymbolic(const CollectiveShape& shape, bool inPlace) {
   }
 }
 
-using numeric_sim::NumericSimulation;
-
 void checkNumeric(const CollectiveShape& shape, bool inPlace, uint32_t seed) {
   SCOPED_TRACE(describeShape(shape, inPlace) + " seed=" + std::to_string(seed));
-  NumericSimulation simulation(shape, inPlace);
-  const std::string problem = simulation.run(seed);
-  EXPECT_EQ(problem, "");
-  if (problem.empty()) {
-    EXPECT_EQ(simulation.verify(inPlace), "");
+  const numeric_sim::NumericOutcome outcome = numeric_sim::simulateNumerically(shape, inPlace, seed);
+  EXPECT_EQ(outcome.runProblem, "");
+  if (outcome.runProblem.empty()) {
+    EXPECT_EQ(outcome.verifyProblem, "");
   }
 }
 
