@@ -2,6 +2,7 @@
 """The torch suite: loom_torch under torch.distributed, each case in 2 and 4 processes (the
 ranks are tests/torch/workers.py). Needs PYTHONPATH to hold <build>/python; meson test sets it."""
 import collections
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -14,24 +15,50 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKERS = os.path.join(HERE, "workers.py")
 
+# The ranks fork from a server that has imported torch, loom_torch and the workers once: a new
+# interpreter spends 1.6 CPU-seconds importing torch, and the suite starts some sixty ranks.
+# Each rank is still a process of its own, with its own process group, started clean of any
+# group (the server never makes one); the DDP runs below start fresh interpreters, as torchrun.
+sys.path.insert(0, HERE)
+RANKS = multiprocessing.get_context("forkserver")
+RANKS.set_forkserver_preload(["torch", "torch.distributed", "loom_torch", "workers"])
+
+
+def rank_process(argv, env, err_path):
+    """One rank, in the forked child: the case's environment, stderr into err_path, then
+    workers.py's main as if run with `argv`."""
+    os.environ.update(env)
+    err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    import workers
+    sys.argv = [WORKERS, *argv]
+    code = workers.main()
+    sys.stderr.flush()
+    os._exit(code)
+
 
 def run_ranks(case, world, backend="loom", timeout=240, env=None):
     """Runs `case` on `world` ranks; returns [(exit code, stderr)] by rank."""
     with tempfile.TemporaryDirectory(prefix="loom-torch-") as folder:
         init_file = os.path.join(folder, "init")
-        children = [subprocess.Popen([sys.executable, WORKERS, case, str(rank), str(world), init_file, backend],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})})
-                    for rank in range(world)]
+        children = []
+        for rank in range(world):
+            argv = [case, str(rank), str(world), init_file, backend]
+            err_path = os.path.join(folder, f"rank{rank}.err")
+            child = RANKS.Process(target=rank_process, args=(argv, env or {}, err_path))
+            child.start()
+            children.append((child, err_path))
         outcomes = []
-        for child in children:
-            try:
-                _, err = child.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
+        for child, err_path in children:
+            child.join(timeout)
+            timed_out = child.is_alive()
+            if timed_out:
                 child.kill()
-                _, err = child.communicate()
-                err = f"timed out after {timeout} s\n{err}"
-            outcomes.append((child.returncode, err))
+                child.join()
+            with open(err_path, errors="replace") as file:
+                err = file.read()
+            outcomes.append((child.exitcode, f"timed out after {timeout} s\n{err}" if timed_out else err))
         return outcomes
 
 
