@@ -17,8 +17,15 @@ namespace loom::api {
 namespace {
 
 // Never destroyed: handles are used by atexit handlers and by threads still running at exit.
+// Guarded across fork: every init and destroy takes a table's lock, in any thread.
+template <class Entry>
+HandleTable<Entry>* makeProcessTable(uint8_t tag) {
+  auto* table = new HandleTable<Entry>(tag);
+  table->guardAcrossFork();
+  return table;
+}
 HandleTable<CommEntry>& comms() {
-  static auto* table = new HandleTable<CommEntry>(0xc1);
+  static auto* const table = makeProcessTable<CommEntry>(0xc1);
   return *table;
 }
 struct StreamEntry {
@@ -26,7 +33,7 @@ struct StreamEntry {
   pid_t creator = 0;
 };
 HandleTable<StreamEntry>& streams() {
-  static auto* table = new HandleTable<StreamEntry>(0x51);
+  static auto* const table = makeProcessTable<StreamEntry>(0x51);
   return *table;
 }
 

@@ -17,6 +17,7 @@
 #include "api/api_internal.h"
 #include "base/device_runtime.h"
 #include "base/error.h"
+#include "base/fork_guard.h"
 #include "base/log.h"
 #include "device/device_select.h"
 
@@ -26,6 +27,9 @@ namespace {
 
 class MemAllocations {
  public:
+  // A fork while another thread holds the lock leaves the child a working table.
+  void guardAcrossFork() { loom::guardAcrossFork(mutex_); }
+
   struct Entry {
     size_t bytes = 0;
     DeviceRuntime* runtime = nullptr;  // the one that made it, and frees it
@@ -84,7 +88,7 @@ class MemAllocations {
     }
   }
 
-  std::mutex mutex_;
+  std::mutex mutex_;  // guarded across fork (base/fork_guard.h): any thread allocates
   std::map<uintptr_t, Entry> live_;  // ordered: a pointer into an allocation is found too
   std::unordered_set<uintptr_t> freed_;
   std::deque<uintptr_t> freedOrder_;
@@ -92,7 +96,11 @@ class MemAllocations {
 
 // Never destroyed: memory may be freed while the process exits, after static destruction.
 MemAllocations& memAllocations() {
-  static MemAllocations* const table = new MemAllocations;
+  static MemAllocations* const table = [] {
+    auto* made = new MemAllocations;
+    made->guardAcrossFork();
+    return made;
+  }();
   return *table;
 }
 

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/fork_guard.h"
+
 namespace loom::api {
 
 template <class Entry>
@@ -67,6 +69,10 @@ class HandleTable {
     removals_.fetch_add(1, std::memory_order_release);
     return entry;
   }
+
+  // A fork while another thread holds the lock leaves the child a working table
+  // (base/fork_guard.h). Only for a table that lives until the process ends.
+  void guardAcrossFork() { loom::guardAcrossFork(mutex_); }
 
   // Counts removals. A thread that found a handle live may trust that finding, without the
   // lock, for as long as this number has not moved (api_handles.cc keeps such a finding per

@@ -9,6 +9,7 @@
 
 #include "base/datatype.h"
 #include "base/error.h"
+#include "base/fork_guard.h"
 
 namespace loom::api {
 
@@ -63,6 +64,9 @@ class RedOpTable {
       it = it->second.comm == comm ? ops_.erase(it) : std::next(it);
   }
 
+  // A fork while another thread holds the lock leaves the child a working table (fork_guard.h).
+  void guardAcrossFork() { loom::guardAcrossFork(mutex_); }
+
   // Why a value that is not live names nothing: it was made once, or never.
   std::string whyNotLive(int value) const {
     std::lock_guard lock(mutex_);
@@ -89,7 +93,11 @@ class RedOpTable {
 
 // Never destroyed: handles are used by atexit handlers and threads still running at exit.
 RedOpTable& table() {
-  static auto* ops = new RedOpTable();
+  static auto* const ops = [] {
+    auto* made = new RedOpTable();
+    made->guardAcrossFork();
+    return made;
+  }();
   return *ops;
 }
 

@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/fork_guard.h"
 #include "base/log.h"
 
 namespace loom::device {
@@ -29,7 +30,12 @@ DeviceRuntime& choose() {
 
 DeviceRuntime& processRuntime() {
   if (DeviceRuntime* runtime = chosen.load(std::memory_order_acquire)) return *runtime;
-  static std::mutex choosing;
+  // Guarded across fork: a child forked while another thread chooses chooses again itself.
+  static std::mutex& choosing = [] () -> std::mutex& {
+    static std::mutex mutex;
+    guardAcrossFork(mutex);
+    return mutex;
+  }();
   const std::lock_guard<std::mutex> lock(choosing);
   if (DeviceRuntime* runtime = chosen.load(std::memory_order_acquire)) return *runtime;
   DeviceRuntime& runtime = choose();

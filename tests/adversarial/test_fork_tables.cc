@@ -34,6 +34,14 @@ TEST(ForkTables, AForkWhileAnotherThreadUsesTheTablesLeavesAWorkingChild) {
     LOOM_REQUIRE(loomGetUniqueId(&id) == loomSuccess, loomGetLastError(nullptr));
     loomComm_t comm = nullptr;
     LOOM_REQUIRE(loomCommInitRank(&comm, 1, id, 0) == loomSuccess, loomGetLastError(nullptr));
+    {  // the first operator before any fork: a fork while another thread runs a one-time
+       // initialization (a function-local static) leaves the child waiting for it, in any C++ program
+      loomRedOp_t op;
+      float scalar = 2;
+      LOOM_REQUIRE(loomRedOpCreatePreMulSum(&op, &scalar, loomFloat32, loomScalarHostImmediate, comm) == loomSuccess,
+                   loomGetLastError(comm));
+      LOOM_REQUIRE(loomRedOpDestroy(op, comm) == loomSuccess, loomGetLastError(comm));
+    }
     std::atomic<bool> done{false};
     std::thread churn([&] {  // takes the handle and operator tables' locks as often as it can
       float scalar = 2;

@@ -314,6 +314,12 @@ TEST(RootTombstones, AForkWhileAThreadWaitsInTheRegistryLeavesAWorkingChild) {
     ::close(held);
     const std::string parentAddress = "127.0.0.1:" + std::to_string(parentPort);
     setenv("LOOM_COMM_ID", parentAddress.c_str(), 1);
+    {  // the first communicator before any fork: a fork while another thread runs a one-time
+       // initialization (a function-local static) leaves the child waiting for it, in any C++ program
+      loomUniqueId id;
+      LOOM_REQUIRE(loomGetUniqueId(&id) == loomSuccess, loomGetLastError(nullptr));
+      formAlone(id);
+    }
     std::atomic<bool> done{false};
     std::thread reuser([&] {  // pins a root to one address again and again: freePort each time
       while (!done.load()) {
