@@ -6,12 +6,9 @@
 // child tables that work.
 #include <gtest/gtest.h>
 #include <loom.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
-#include <csignal>
 #include <string>
 #include <thread>
 
@@ -19,8 +16,6 @@
 
 namespace loom::test {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Not under a sanitizer: the child of a process whose threads allocate may inherit its
 // allocator locked (AddressSanitizer) or must not start threads (ThreadSanitizer).
@@ -67,20 +62,12 @@ TEST(ForkTables, AForkWhileAnotherThreadUsesTheTablesLeavesAWorkingChild) {
         if (loomCommDestroy(mine) != loomSuccess) _exit(5);
         _exit(0);
       }
-      const auto giveUp = Clock::now() + std::chrono::seconds(5);
-      int status = 0;
-      while (::waitpid(pid, &status, WNOHANG) == 0) {
-        if (Clock::now() > giveUp) {
-          ::kill(pid, SIGKILL);
-          ::waitpid(pid, &status, 0);
-          done.store(true);
-          churn.join();
-          LOOM_REQUIRE(false, "child " + std::to_string(child) + " hung");
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const std::string ended = awaitChild(pid, 5);
+      if (!ended.empty()) {
+        done.store(true);
+        churn.join();
+        LOOM_REQUIRE(false, "child " + std::to_string(child) + " " + ended);
       }
-      LOOM_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                   "child " + std::to_string(child) + " failed: status " + std::to_string(status));
     }
     done.store(true);
     churn.join();

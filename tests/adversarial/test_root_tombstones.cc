@@ -341,20 +341,12 @@ TEST(RootTombstones, AForkWhileAThreadWaitsInTheRegistryLeavesAWorkingChild) {
         }
         _exit(0);
       }
-      const auto giveUp = Clock::now() + std::chrono::seconds(5);
-      int status = 0;
-      while (::waitpid(pid, &status, WNOHANG) == 0) {
-        if (Clock::now() > giveUp) {
-          ::kill(pid, SIGKILL);
-          ::waitpid(pid, &status, 0);
-          done.store(true);
-          reuser.join();
-          LOOM_REQUIRE(false, "child " + std::to_string(child) + " hung");
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const std::string ended = awaitChild(pid, 5);
+      if (!ended.empty()) {
+        done.store(true);
+        reuser.join();
+        LOOM_REQUIRE(false, "child " + std::to_string(child) + " " + ended);
       }
-      LOOM_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                   "child " + std::to_string(child) + " failed: status " + std::to_string(status));
     }
     done.store(true);
     reuser.join();

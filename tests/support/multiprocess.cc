@@ -158,4 +158,19 @@ bool runOnCommunicators(int nranks, const RankEnv& env, const std::function<void
   return ok;
 }
 
+std::string awaitChild(pid_t pid, int seconds) {
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > giveUp) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return "hung";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "" : "exited with " + std::to_string(WEXITSTATUS(status));
+  return "killed by signal " + std::to_string(WTERMSIG(status));
+}
+
 }  // namespace loom::test

@@ -41,6 +41,10 @@ std::vector<RankOutcome> runRanksWithUniqueId(
     int nranks, const std::function<void(int rank, const loomUniqueId& id)>& body,
     int timeoutSeconds = 300);
 
+// Waits at most `seconds` for the forked child `pid` (killed if it is still running then):
+// "" when it exited 0, else what became of it ("hung", "exited with 3", "killed by signal 6").
+std::string awaitChild(pid_t pid, int seconds);
+
 // Environment variables each rank sets before it initialises (LOOM_SHM_DISABLE, ...).
 using RankEnv = std::vector<std::pair<std::string, std::string>>;
 
