@@ -405,7 +405,7 @@ void Searcher::finish(int done) {
     if (shape_.closeRing)
       routes.add(multiNode_ ? paths_.path(last, net) : paths_.path(last, first), speed_);
     if (!take(routes)) continue;
-    current_.back().netOut = shape_.closeRing ? net : current_.back().netOut;
+    if (shape_.closeRing) current_.back().netOut = net;  // a tree's channel keeps its entry NIC
     // The next channel visits every GPU again: it gets its own visit marks.
     std::vector<char>& marks = usedByChannel_[static_cast<size_t>(done) + 1];
     marks.assign(used_.size(), 0);
